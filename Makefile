@@ -1,0 +1,44 @@
+# ampkit — the two commands: `make lab` (open the notebooks) and `make test` (run every test).
+# Both create .venv if missing and install what is missing; a second run skips what is installed.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ampkit-installed
+# torch goes in first and pinned: a bare `torch` (or an open range with none installed) pulls a multi-GB CUDA
+# build. Learners with their own build can keep it: `make lab TORCH=` skips this step.
+TORCH  ?= torch==2.13.0
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: lab test install doctor notebooks bench clean check-python
+
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null || { \
+	  echo "ampkit needs Python >= 3.10 with venv; '$(PYTHON)' is: $$($(PYTHON) --version 2>&1 || echo 'not found'). Install Python 3.10+ or run e.g. 'make PYTHON=python3.11 lab'."; exit 1; }
+
+$(STAMP): pyproject.toml | check-python
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ -n "$(TORCH)" ]; then $(BIN)/python -m pip install -q "$(TORCH)"; fi
+	$(BIN)/python -m pip install -q -e ".[test]"
+	@touch $@
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(LAB_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+doctor: $(STAMP)
+	$(BIN)/python -m ampkit doctor
+
+# Re-execute every notebook top to bottom in a fresh kernel and save it with outputs, widget state stripped.
+notebooks: $(STAMP)
+	$(BIN)/python -m ampkit._nbtools execute notebooks/[0-9][0-9]_*.ipynb
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .cache artifacts .pytest_cache build *.egg-info

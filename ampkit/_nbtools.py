@@ -1,0 +1,97 @@
+"""Developer tools for the notebook series (not part of the teaching API).
+
+``python -m ampkit._nbtools execute notebooks/NN_name.ipynb ...`` re-executes notebooks top to bottom in a
+fresh kernel (this environment's Python), strips stored widget state and saves them; ``hygiene_problems``
+is what ``tests/test_notebook_hygiene.py`` checks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["execute", "hygiene_problems", "NOTEBOOK_NAME", "MAX_BYTES"]
+
+NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
+MAX_BYTES = 1_000_000
+# Things that must not leak into committed outputs: home folders, temp folders, this checkout's path.
+_PRIVATE = re.compile(r"(/home/[^/\s]+|/root/|/Users/[^/\s]+|[A-Za-z]:\\\\Users\\\\|/tmp/|/private/var/)")
+
+
+def execute(path: str | Path, timeout: int = 600) -> float:
+    """Run a notebook top to bottom in a fresh kernel, in its own folder; save it without widget state.
+
+    Returns the wall time in seconds (kernel start included).
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    t0 = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - t0
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, path)
+    return elapsed
+
+
+def _output_text(output: dict) -> str:
+    parts = []
+    if "text" in output:
+        parts.append(output["text"] if isinstance(output["text"], str) else "".join(output["text"]))
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("text/") or mime.endswith("json"):
+            parts.append(value if isinstance(value, str) else json.dumps(value))
+    return "\n".join(parts)
+
+
+def hygiene_problems(path: str | Path, repo_root: str | Path | None = None) -> list[str]:
+    """Everything wrong with a committed notebook; an empty list means it is clean."""
+    path = Path(path)
+    problems = []
+    if not NOTEBOOK_NAME.match(path.name):
+        problems.append(f"name {path.name!r} is not NN_lowercase_name.ipynb")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        problems.append(f"{size} bytes > {MAX_BYTES}")
+    nb = json.loads(path.read_text())
+    cells = nb.get("cells", [])
+    first = "".join(cells[0].get("source", "")) if cells else ""
+    if not cells or cells[0].get("cell_type") != "markdown" or not first.lstrip().startswith("# "):
+        problems.append("first cell is not a markdown title ('# ...')")
+    counts = [c.get("execution_count") for c in cells if c.get("cell_type") == "code"]
+    if counts != list(range(1, len(counts) + 1)):
+        problems.append(f"not executed top to bottom in one fresh kernel (execution counts {counts})")
+    if "widgets" in nb.get("metadata", {}):
+        problems.append("stored widget state in metadata.widgets")
+    root = str(Path(repo_root).resolve()) if repo_root else None
+    for i, cell in enumerate(cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                problems.append(f"cell {i}: error output {out.get('ename')}: {out.get('evalue')}")
+            text = _output_text(out)
+            m = _PRIVATE.search(text)
+            if m or (root and root in text):
+                problems.append(f"cell {i}: output shows a private path ({m.group(0) if m else root})")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] != "execute":
+        print("usage: python -m ampkit._nbtools execute NOTEBOOK...", file=sys.stderr)
+        return 2
+    for name in argv[1:]:
+        seconds = execute(name)
+        problems = hygiene_problems(name, os.getcwd())
+        print(f"{name}: executed in {seconds:.1f} s" + (f"; PROBLEMS: {problems}" if problems else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

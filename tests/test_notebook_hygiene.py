@@ -1,0 +1,54 @@
+"""Every committed notebook is numbered, titled, executed in order, error-free, private-path-free, small."""
+import json
+from pathlib import Path
+
+import pytest
+
+from ampkit._nbtools import hygiene_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert any(p.name == "00_start_here.ipynb" for p in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_clean(path):
+    assert hygiene_problems(path, ROOT) == []
+
+
+def _nb(cells, **meta):
+    return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _code(n, outputs=()):
+    return {"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": list(outputs), "source": "x"}
+
+
+def test_hygiene_catches_each_problem(tmp_path):
+    title = {"cell_type": "markdown", "metadata": {}, "source": "# T"}
+    good = tmp_path / "01_good.ipynb"
+    good.write_text(json.dumps(_nb([title, _code(1), _code(2)])))
+    assert hygiene_problems(good) == []
+
+    bad_name = tmp_path / "Good.ipynb"
+    bad_name.write_text(good.read_text())
+    assert any("name" in p for p in hygiene_problems(bad_name))
+
+    cases = {
+        "title": _nb([_code(1)]),
+        "top to bottom": _nb([title, _code(2), _code(1)]),
+        "widget state": _nb([title, _code(1)], widgets={"state": {}}),
+        "error output": _nb([title, _code(1, [{"output_type": "error", "ename": "E", "evalue": "v", "traceback": []}])]),
+        "private path": _nb([title, _code(1, [{"output_type": "stream", "name": "stdout", "text": "/home/alice/x"}])]),
+    }
+    for i, (what, nb) in enumerate(cases.items()):
+        p = tmp_path / f"0{i}_case.ipynb"
+        p.write_text(json.dumps(nb))
+        assert any(what in prob for prob in hygiene_problems(p)), what
+
+    big = tmp_path / "09_big.ipynb"
+    big.write_text(json.dumps(_nb([title, _code(1, [{"output_type": "stream", "name": "stdout", "text": "x" * 1_100_000}])])))
+    assert any("bytes" in p for p in hygiene_problems(big))

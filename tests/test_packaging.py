@@ -1,0 +1,69 @@
+"""environment.yml and pyproject.toml name the same packages; the Makefile, CI and README agree."""
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_environment_yml_matches_pyproject():
+    project = _pyproject()["project"]
+    wanted = {_name(r) for r in project["dependencies"]} | {_name(r) for r in project["optional-dependencies"]["test"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "conda-forge" in env["channels"]
+    conda = set()
+    pip_entries = []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            pip_entries += dep["pip"]
+            continue
+        name = _name(dep)
+        if name not in ("python", "pip"):
+            conda.add(CONDA_NAMES.get(name, name))
+    assert conda == wanted
+    assert "-e ." in pip_entries
+
+
+def test_python_floor_agrees():
+    assert _pyproject()["project"]["requires-python"] == ">=3.10"
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "python>=3.10" in env["dependencies"]
+
+
+def test_torch_is_a_range_in_pyproject_and_pinned_in_makefile():
+    deps = _pyproject()["project"]["dependencies"]
+    torch_req = next(r for r in deps if _name(r) == "torch")
+    assert ">=" in torch_req and "==" not in torch_req
+    make = (ROOT / "Makefile").read_text()
+    assert "TORCH  ?= torch==2.13.0" in make
+    # torch is installed before the kit
+    assert make.index('pip install -q "$(TORCH)"') < make.index('pip install -q -e ".[test]"')
+
+
+def test_ci_calls_make_test_and_readme_opens_with_the_two_commands():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    head = (ROOT / "README.md").read_text()[:1500]
+    assert "make lab" in head and "make test" in head
+
+
+def test_pytest_config_runs_notebooks_with_nbval():
+    opts = _pyproject()["tool"]["pytest"]["ini_options"]
+    assert "notebooks" in opts["testpaths"]
+    assert "--nbval-lax" in opts["addopts"] and "--nbval-sanitize-with" in opts["addopts"]
+    assert "--nbval-cell-timeout" in opts["addopts"]
