@@ -75,6 +75,12 @@ def round_trip(value: float, fmt: str | torch.dtype) -> float:
     return torch.tensor(float(value), dtype=torch.float64).to(dtype).to(torch.float64).item()
 
 
+def _overflow_threshold(fmt: str) -> float:
+    """Smallest magnitude that no longer rounds to the format's max: max + half an ulp at max."""
+    fi = torch.finfo(FORMATS[fmt])
+    return fi.max + fi.eps * 2.0 ** math.floor(math.log2(fi.max)) / 2
+
+
 @dataclass(frozen=True)
 class RoundTrip:
     """``value`` as stored in ``fmt``: the stored number, its errors, and what happened (a plain-words verdict)."""
@@ -84,7 +90,7 @@ class RoundTrip:
     stored: float
     abs_error: float
     rel_error: float
-    verdict: str  # "exact", "rounded", "flushed to zero", "overflow to inf", "overflow to nan", "nan", "inf"
+    verdict: str  # exact, rounded, flushed to zero, overflow to inf, overflow to nan, saturated to max, nan, inf
 
 
 def compare_formats(value: float, fmts: tuple[str, ...] = ("float32", "bfloat16", "float16")) -> list[RoundTrip]:
@@ -100,11 +106,15 @@ def compare_formats(value: float, fmts: tuple[str, ...] = ("float32", "bfloat16"
         if math.isnan(value):
             verdict, abs_err, rel_err = "nan", math.nan, math.nan
         elif math.isinf(value):
-            verdict, abs_err, rel_err = "inf", math.nan, math.nan
+            verdict = "inf" if math.isinf(stored) else "saturated to max"
+            abs_err, rel_err = math.nan, math.nan
         elif math.isnan(stored):
             verdict, abs_err, rel_err = "overflow to nan", math.inf, math.inf
         elif math.isinf(stored):
             verdict, abs_err, rel_err = "overflow to inf", math.inf, math.inf
+        elif abs(value) >= _overflow_threshold(name):  # torch saturates some fp8 casts instead of overflowing
+            verdict, abs_err = "saturated to max", abs(stored - value)
+            rel_err = abs_err / abs(value)
         else:
             abs_err = abs(stored - value)
             rel_err = abs_err / abs(value) if value != 0 else 0.0
