@@ -115,7 +115,7 @@ def _check_real(value: object) -> float:
     try:
         return float(value)
     except OverflowError:  # an int beyond float64
-        return math.copysign(math.inf, value)
+        return math.inf if value > 0 else -math.inf
 
 
 def round_trip(value: float, fmt: str | torch.dtype) -> float:
@@ -335,7 +335,7 @@ def classify_codes(values: torch.Tensor, fmt: str | torch.dtype) -> torch.Tensor
         t = t.to(torch.float64)
     x = _compute_view(t, name)
     codes = torch.bucketize(x.abs(), _boundaries(name, x.dtype), right=True)
-    if x is not t:  # float64 values beyond float32's range become 0 or inf on the way: flushed / overflow
+    if t.dtype == torch.float64 and x is not t:  # float64 values beyond float32's range become 0 or inf on the way: flushed / overflow
         codes = torch.where((codes == 5) & torch.isfinite(t), torch.full_like(codes, 4), codes)
         codes = torch.where((codes == 0) & (t != 0), torch.full_like(codes, 1), codes)
     return codes
@@ -357,7 +357,7 @@ def classify(values: torch.Tensor | Iterable[torch.Tensor], fmt: str | torch.dty
         raise ValueError("classify needs at least one value; got an empty tensor")
     x = _compute_view(t, name)
     counts = torch.bincount(torch.bucketize(x.abs(), _boundaries(name, x.dtype), right=True), minlength=6).tolist()
-    if x is not t:  # float64 went through float32 (as torch's cast does): fix up values it made 0 or inf
+    if t.dtype == torch.float64 and x is not t:  # float64 went through float32 (as torch's cast does): fix up values it made 0 or inf
         moved = counts[5] - (n - int(torch.isfinite(t).sum()))
         counts[4] += moved
         counts[5] -= moved
@@ -699,6 +699,6 @@ def parse_value(text: str) -> float:
         except OverflowError:
             v = math.inf
         except ZeroDivisionError:
-            raise ValueError(f"{text!r} divides by zero") from None
+            raise ValueError(f"{text!r} divides by zero; try e.g. 0.1, 1e-8, 2^-24") from None
         return -v if sign == "-" else v
     raise ValueError(f"{text!r} is not a number; try e.g. 0.1, 1e-8, -0, inf, nan, 2^-24 or 0x1p-24")
