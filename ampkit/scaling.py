@@ -57,6 +57,18 @@ __all__ = [
     "DynamicLossScaler",
     "StepRecord",
     "TORCH_STATE_KEYS",
+    "capture_gradients",
+    "log2_histogram",
+    "ScaleReport",
+    "scale_report",
+    "safe_window",
+    "Replay",
+    "replay",
+    "UnderflowTask",
+    "underflow_task",
+    "TaskRun",
+    "train_task",
+    "SCALER_DEFAULTS",
 ]
 
 #: The keys of ``torch.amp.GradScaler.state_dict()``; :class:`DynamicLossScaler` reads and writes them too.
@@ -548,3 +560,303 @@ class DynamicLossScaler(_ScalerBase):
         self._overflows_in_a_row = in_a_row
         scale = float(d["scale"])
         self._set_scale(_f32(scale) if self._materialised else scale)
+
+
+# =============================================================================================================
+# What the widgets and notebook 03 show: gradient magnitudes against a format's range, replays, the task.
+# =============================================================================================================
+
+#: Dynamic loss-scaler defaults across frameworks (cited from their sources/docs via ``shared/amp-reference.md``;
+#: the torch row is checked against the installed torch in the tests and in notebook 03).
+SCALER_DEFAULTS: list[dict[str, str]] = [
+    {"system": "PyTorch torch.amp.GradScaler", "initial scale": "2^16", "growth": "x2 every 2000 clean steps",
+     "backoff": "x0.5", "floor / ceiling": "none (never grows to inf)", "hysteresis": "1"},
+    {"system": "NVIDIA Apex amp (deprecated)", "initial scale": "2^16", "growth": "x2 every 2000",
+     "backoff": "x0.5", "floor / ceiling": "optional min / max 2^24", "hysteresis": "1"},
+    {"system": "MindSpore DynamicLossScaleManager", "initial scale": "2^24", "growth": "x2 every 2000",
+     "backoff": "/2", "floor / ceiling": "floor 1 (functional scaler)", "hysteresis": "1"},
+    {"system": "PaddlePaddle GradScaler", "initial scale": "2^16 (2.2: 2^15)", "growth": "x2 every 2000 (2.2: 1000)",
+     "backoff": "x0.5 after 1 bad step (2.2: 2)", "floor / ceiling": "none", "hysteresis": "decr_every_n_nan_or_inf=1"},
+    {"system": "jmp DynamicLossScale (JAX)", "initial scale": "user-given", "growth": "x2 every 2000",
+     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "1"},
+    {"system": "Keras LossScaleOptimizer", "initial scale": "2^15", "growth": "x2 every 2000",
+     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "1"},
+    {"system": "DeepSpeed fp16", "initial scale": "2^16", "growth": "x2 every 1000",
+     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "2"},
+]
+
+
+def capture_gradients(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+                      loss_fn: Any = None, *, loss_weight: float = 1.0, activations: bool = True) -> torch.Tensor:
+    """All gradient values of one fp32 backward pass, flattened: parameter gradients and (by default) the
+    gradients flowing out of every leaf module (activation gradients). The model is left with no grads.
+
+    ``loss_fn`` defaults to cross-entropy; the loss is multiplied by ``loss_weight``.
+
+    >>> m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    >>> g = capture_gradients(m, torch.ones(2, 4), torch.tensor([0, 1])); g.dtype, g.numel() > 59
+    (torch.float32, True)
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    loss_fn = torch.nn.functional.cross_entropy if loss_fn is None else loss_fn
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        raise ValueError("capture_gradients needs an fp32 model (the point is to see gradients before any cast)")
+    captured: list[torch.Tensor] = []
+    handles = []
+
+    def keep(grad: torch.Tensor) -> None:
+        captured.append(grad.detach().reshape(-1).float().clone())
+
+    def fwd_hook(module, args, out):
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            out.register_hook(keep)
+
+    if activations:
+        for mod in model.modules():
+            if not list(mod.children()):
+                handles.append(mod.register_forward_hook(fwd_hook))
+    try:
+        for p in model.parameters():
+            p.grad = None
+        loss = loss_fn(model(x), y) * loss_weight
+        loss.backward()
+    finally:
+        for h in handles:
+            h.remove()
+    grads = [p.grad.detach().reshape(-1).clone() for p in model.parameters() if p.grad is not None]
+    for p in model.parameters():
+        p.grad = None
+    return torch.cat(grads + captured)
+
+
+def log2_histogram(values: torch.Tensor, lo: int = -64, hi: int = 32, bins_per_octave: int = 2
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Histogram of log2|v| for the nonzero finite ``values``: ``(edges, fractions)``, fractions of ALL nonzero
+    values (values outside ``[lo, hi)`` are clipped into the end bins).
+
+    >>> edges, frac = log2_histogram(torch.tensor([1.0, 0.5, 0.0]), lo=-2, hi=2, bins_per_octave=1)
+    >>> edges.tolist(), frac.tolist()
+    ([-2.0, -1.0, 0.0, 1.0, 2.0], [0.0, 0.5, 0.5, 0.0])
+    """
+    if not (isinstance(lo, int) and isinstance(hi, int) and hi > lo):
+        raise ValueError(f"lo and hi must be ints with hi > lo; got {lo!r}, {hi!r}")
+    if not isinstance(bins_per_octave, int) or bins_per_octave < 1:
+        raise ValueError(f"bins_per_octave must be an int >= 1; got {bins_per_octave!r}")
+    v = values.detach().reshape(-1).double().abs()
+    v = v[(v > 0) & torch.isfinite(v)]
+    nbins = (hi - lo) * bins_per_octave
+    edges = torch.linspace(lo, hi, nbins + 1, dtype=torch.float64)
+    if v.numel() == 0:
+        return edges, torch.zeros(nbins, dtype=torch.float64)
+    idx = ((torch.log2(v) - lo) * bins_per_octave).floor().clamp(0, nbins - 1).long()
+    counts = torch.bincount(idx, minlength=nbins).double()
+    return edges, counts / v.numel()
+
+
+@dataclass(frozen=True)
+class ScaleReport:
+    """What multiplying gradients by ``2**log2_scale`` and storing them in ``fmt`` does, as fractions of the
+    NONZERO gradient values: ``flushed`` (become 0), ``subnormal`` (kept with fewer bits), ``normal``,
+    ``overflow`` (become inf/NaN, or saturate for e4m3fn). ``classification`` is the raw
+    :class:`ampkit.formats.Classification`."""
+
+    fmt: str
+    log2_scale: int
+    flushed: float
+    subnormal: float
+    normal: float
+    overflow: float
+    classification: Any
+
+
+def scale_report(values: torch.Tensor, log2_scale: int, fmt: str | torch.dtype = "fp16") -> ScaleReport:
+    """Classify ``values * 2**log2_scale`` in ``fmt`` with :func:`ampkit.formats.classify` (exact: a power-of-two
+    scale only moves the exponent), as fractions of the nonzero finite values.
+
+    >>> r = scale_report(torch.tensor([1e-9, 1e-6, 1.0, 0.0]), 0, "fp16"); round(r.flushed, 3)
+    0.333
+    """
+    from ampkit.formats import classify
+
+    if isinstance(log2_scale, bool) or not isinstance(log2_scale, (int, np.integer)):
+        raise TypeError(f"log2_scale must be an int (the scale is 2**log2_scale); got {log2_scale!r}")
+    v = values.detach().reshape(-1).float()
+    c = classify(torch.ldexp(v, torch.tensor(int(log2_scale))), fmt)
+    live = 1.0 - c.zero - c.nonfinite
+    if live <= 0:
+        raise ValueError("all gradient values are zero or non-finite: nothing to scale")
+    return ScaleReport(c.fmt, int(log2_scale), c.flushed / live, c.subnormal / live, c.normal / live,
+                       c.overflow / live, c)
+
+
+def safe_window(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 32,
+                max_flushed: float = 0.001) -> tuple[int, int] | None:
+    """The range ``(a, b)`` of log2(scale) in ``[lo, hi]`` where nothing overflows and at most ``max_flushed``
+    of the nonzero gradients flush to zero; ``None`` when no scale in range is safe.
+
+    >>> safe_window(torch.tensor([2.0**-30, 1.0]), "fp16", lo=0, hi=20)
+    (6, 15)
+    """
+    if not 0 <= max_flushed < 1:
+        raise ValueError(f"max_flushed must be in [0, 1); got {max_flushed!r}")
+    ok = [k for k in range(lo, hi + 1)
+          if (r := scale_report(values, k, fmt)).overflow == 0 and r.flushed <= max_flushed]
+    if not ok:
+        return None
+    return ok[0], ok[-1]   # the conditions are monotone in k: the safe scales form one interval
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A dynamic scaler replayed over recorded gradient maxima: the scale used at each step, which steps
+    overflowed (and were skipped), and where the scale ended."""
+
+    scales: list[float]
+    overflow: list[bool]
+    skipped: int
+    final_scale: float
+
+
+def replay(grad_max: Iterable[float], fmt: str | torch.dtype = "fp16", **scaler_kwargs: Any) -> Replay:
+    """Run :class:`DynamicLossScaler`'s rule (the same code as ``update()``) over a recorded run: step ``t``
+    overflows when ``scale * grad_max[t]`` is beyond ``fmt``'s range. ``scaler_kwargs`` are DynamicLossScaler's.
+
+    A replay assumes the gradients do not depend on which steps were skipped — close for short stretches.
+
+    >>> r = replay([1e-3] * 6, init_scale=2.0**26, growth_interval=2); r.overflow, r.skipped
+    ([True, False, False, True, False, False], 2)
+    """
+    from ampkit.formats import info
+
+    limit = info(fmt).overflow_threshold
+    gm = [float(g) for g in grad_max]
+    if any(not math.isfinite(g) or g < 0 for g in gm):
+        raise ValueError("grad_max must hold finite magnitudes >= 0 (one per step)")
+    sc = DynamicLossScaler(record_history=False, **scaler_kwargs)
+    scales, over = [], []
+    for g in gm:
+        s = sc._scale
+        o = s * g >= limit
+        scales.append(s)
+        over.append(o)
+        sc._set_scale(sc._next_scale(o))
+    return Replay(scales, over, sum(over), sc._scale)
+
+
+@dataclass(frozen=True)
+class UnderflowTask:
+    """Notebook 03's task: classify Gaussian blobs with a small MLP, the loss multiplied by ``loss_weight`` and
+    the learning rate divided by it — identical training in exact arithmetic, but gradients ``loss_weight``
+    times smaller (as deep nets' activation gradients often are)."""
+
+    X: torch.Tensor
+    y: torch.Tensor
+    loss_weight: float
+    lr: float
+    hidden: int
+    batch_size: int
+    seed: int
+
+    def model(self) -> torch.nn.Module:
+        """A fresh MLP with the same seeded initial weights every time."""
+        from ampkit.models import MLP
+
+        torch.manual_seed(self.seed)
+        return MLP(self.X.shape[1], self.hidden, int(self.y.max()) + 1, depth=2)
+
+
+def underflow_task(loss_weight: float = 2.0**-18, *, n_samples: int = 2048, n_features: int = 32,
+                   n_classes: int = 8, hidden: int = 64, batch_size: int = 128, lr: float = 0.05,
+                   seed: int = 0) -> UnderflowTask:
+    """Build the seeded task (widths <= 128: fp16 matmuls are slow on CPUs without fp16 units).
+
+    >>> t = underflow_task(); t.X.shape, t.loss_weight == 2.0**-18
+    (torch.Size([2048, 32]), True)
+    """
+    from ampkit.data import make_blobs
+
+    loss_weight = _check_positive_finite("loss_weight", loss_weight)
+    X, y = make_blobs(n_samples, n_features=n_features, n_classes=n_classes, spread=2.0, seed=seed, task_seed=seed)
+    return UnderflowTask(X, y, loss_weight, lr, hidden, batch_size, seed)
+
+
+@dataclass
+class TaskRun:
+    """Per step of :func:`train_task`: the (unweighted) loss, the fraction of gradient values that were exactly
+    zero after backward, the largest |gradient| (unscaled, params and activations) and whether it was skipped;
+    plus the scaler used (its ``history``) and the final accuracy on the training set."""
+
+    losses: list[float]
+    zero_grads: list[float]
+    grad_max: list[float]
+    skipped: list[bool]
+    scaler: Any
+    accuracy: float
+
+    def final_loss(self, last: int = 20) -> float:
+        """Mean loss of the last ``last`` steps."""
+        tail = self.losses[-last:]
+        return sum(tail) / len(tail)
+
+
+def train_task(task: UnderflowTask, dtype: str | torch.dtype = "fp16", scaler: Any = None, steps: int = 150,
+               *, level: str = "O1", clip_norm: float | None = None, unscale_before_clip: bool = True,
+               scale_after_backward: float | None = None) -> TaskRun:
+    """Train ``task`` for ``steps`` SGD steps at precision ``level``/``dtype`` (via :func:`ampkit.precision.apply_level`;
+    ``dtype="fp32"`` means O0) with ``scaler`` (any object with GradScaler's calls, or None).
+
+    ``clip_norm``: clip the gradient norm — after ``scaler.unscale_`` (right) or, with
+    ``unscale_before_clip=False``, on the still-scaled gradients (wrong). ``scale_after_backward=S``: the mistake
+    of multiplying gradients by ``S`` *after* an unscaled backward and dividing back (recovers nothing).
+
+    >>> run = train_task(underflow_task(), "fp32", steps=3); len(run.losses)
+    3
+    """
+    from ampkit.precision import apply_level
+
+    steps = _check_int("steps", steps)
+    fp32 = dtype in ("fp32", "float32", torch.float32)
+    model = task.model()
+    opt = torch.optim.SGD(model.parameters(), lr=task.lr / task.loss_weight, momentum=0.9)
+    mp = apply_level(model, opt, "O0" if fp32 else level, "bf16" if fp32 else dtype)
+    gen = torch.Generator().manual_seed(task.seed + 1)
+    acts: list[float] = []
+
+    def fwd_hook(module, args, out):
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            out.register_hook(lambda g: acts.append(float(g.detach().abs().max())))
+
+    handles = [m.register_forward_hook(fwd_hook) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    losses, zeros, gmax, skipped = [], [], [], []
+    params = [p for g in mp.optimizer.param_groups for p in g["params"]]
+    n_values = sum(p.numel() for p in params)
+    try:
+        for _ in range(steps):
+            idx = torch.randint(0, task.X.shape[0], (task.batch_size,), generator=gen)
+            mp.zero_grad()
+            acts.clear()
+            out = mp.forward(task.X[idx])
+            loss = torch.nn.functional.cross_entropy(out, task.y[idx]) * task.loss_weight
+            mp.backward(loss, scaler)
+            if scale_after_backward is not None:
+                with torch.no_grad():
+                    for p in params:
+                        p.grad.mul_(scale_after_backward)
+                        p.grad.div_(scale_after_backward)
+            s = scaler.get_scale() if scaler is not None else 1.0
+            zeros.append(sum(int((p.grad == 0).sum()) for p in params) / n_values)
+            gmax.append(max([float(p.grad.abs().max()) for p in params] + acts) / s)
+            if clip_norm is not None:
+                if scaler is not None and unscale_before_clip:
+                    scaler.unscale_(mp.optimizer)
+                torch.nn.utils.clip_grad_norm_(params, clip_norm)
+            mp.step(scaler)
+            skipped.append(mp.last_step_skipped())
+            losses.append(float(loss.detach()) / task.loss_weight)
+    finally:
+        for h in handles:
+            h.remove()
+    with torch.no_grad():
+        acc = float((mp.forward(task.X).argmax(1) == task.y).float().mean())
+    return TaskRun(losses, zeros, gmax, skipped, scaler, acc)
