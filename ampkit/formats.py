@@ -38,7 +38,7 @@ __all__ = [
     "FORMATS", "resolve_format", "format_name", "round_trip", "RoundTrip", "compare_formats",
     "FormatInfo", "info", "Classification", "classify", "classify_codes", "KINDS", "CLASSES",
     "Decomposition", "decompose", "from_bits", "toggle_bit", "ulp", "accumulate", "range_bands",
-    "RangeBands", "parse_value",
+    "RangeBands", "parse_value", "explain",
 ]
 
 #: The formats the kit teaches, by canonical name (narrowest last).
@@ -702,3 +702,53 @@ def parse_value(text: str) -> float:
             raise ValueError(f"{text!r} divides by zero; try e.g. 0.1, 1e-8, 2^-24") from None
         return -v if sign == "-" else v
     raise ValueError(f"{text!r} is not a number; try e.g. 0.1, 1e-8, -0, inf, nan, 2^-24 or 0x1p-24")
+
+
+def explain(value: float, fmts: Iterable[str | torch.dtype] = tuple(FORMATS)) -> list[str]:
+    """Plain-words notes on what is special about ``value`` in ``fmts`` (NaN, inf, -0.0, flush, overflow, saturation).
+
+    Empty for an ordinary value that every format merely rounds. The float explorer shows these lines.
+
+    >>> explain(1e-8, ("fp32", "fp16"))
+    ['float16 flushes 1e-08 to zero: it is below half the smallest subnormal (2.98e-08).']
+    """
+    v = _check_real(value)
+    names = [format_name(f) for f in fmts]
+    notes: list[str] = []
+    if math.isnan(v):
+        return ["NaN (not a number) is what 0/0 or inf - inf give; every format has NaN bit patterns and any "
+                "arithmetic with NaN gives NaN. e4m3fn has just one NaN pattern per sign (all ones) and no inf."]
+    if math.isinf(v):
+        notes.append(f"{'-' if v < 0 else '+'}inf is what overflow gives in IEEE formats (exponent all ones, "
+                     "mantissa zero).")
+        if "float8_e4m3fn" in names:
+            notes.append("float8_e4m3fn has no inf: torch's cast saturates it to ±448 (the format's max).")
+        return notes
+    if v == 0:
+        if math.copysign(1.0, v) < 0:
+            return ["-0.0 has only the sign bit set. It equals +0.0 (-0.0 == 0.0 is True) but remembers the sign: in "
+                    "torch, 1 / -0.0 is -inf. Tiny negative values flush to -0.0."]
+        return ["0 is all bits zero in every format."]
+    widest = _info("float32")
+    if _overflows(v, widest):
+        notes.append(f"{v:.3g} is beyond every format's max (float32's max is {widest.max:.3g}): all of them "
+                     "overflow.")
+    for name in names:
+        fi = _info(name)
+        stored = round_trip(v, name)
+        verdict = _verdict(v, stored, fi)[0]
+        if verdict == "flushed to zero":
+            notes.append(f"{name} flushes {v:.3g} to zero: it is below half the smallest subnormal "
+                         f"({fi.flush_threshold:.3g}).")
+        elif verdict == "overflow to inf":
+            notes.append(f"{name} overflows to inf: {v:.3g} is past its max ({fi.max:.6g}).")
+        elif verdict == "overflow to nan":
+            notes.append(f"{name} overflows to NaN: {v:.3g} is past its max ({fi.max:.6g}).")
+        elif verdict == "saturated to max":
+            notes.append(f"{name} saturates: {v:.3g} is past its max, and torch's cast clamps it to "
+                         f"{math.copysign(fi.max, v):g} (the format has no inf).")
+        elif stored != 0 and abs(stored) < fi.smallest_normal:
+            notes.append(f"{name} stores {v:.3g} as a subnormal: below its smallest normal "
+                         f"({fi.smallest_normal:.3g}), so fewer significant bits (relative error "
+                         f"{abs(stored - v) / abs(v):.1e}).")
+    return notes

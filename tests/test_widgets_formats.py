@@ -1,0 +1,198 @@
+"""Headless tests of notebook 01's widgets: set values on the controls, check the bits and numbers displayed."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from ampkit.formats import FORMATS, classify, decompose, from_bits, info
+from ampkit.widgets.formats import FIELD_COLOURS, FloatExplorer, RangeMap
+
+INT_VIEW = {8: torch.uint8, 16: torch.int16, 32: torch.int32}
+
+
+def torch_bits(value: float, fmt: str) -> str:
+    """The bit string torch stores for ``value`` in ``fmt`` (independent of ampkit)."""
+    dtype = FORMATS[fmt]
+    bits = torch.finfo(dtype).bits
+    p = torch.tensor(value, dtype=torch.float64).to(dtype).view(INT_VIEW[bits]).item() & ((1 << bits) - 1)
+    return format(p, f"0{bits}b")
+
+
+def displayed_bits(ex: FloatExplorer, fmt: str) -> str:
+    return "".join(b.description for b in ex.buttons[fmt])
+
+
+def assert_shows(ex: FloatExplorer, value: float) -> None:
+    """Every format's buttons, bit string, table and state show ``value`` as torch stores it."""
+    for fmt in ex.fmts:
+        bits = torch_bits(value, fmt) if not math.isnan(value) else ex.state[fmt].bits
+        assert displayed_bits(ex, fmt) == bits, (fmt, value)
+        assert f"data-bits='{bits}'" in ex.bitstrings[fmt].value
+        d = ex.state[fmt]
+        assert d.bits == bits
+        stored = torch.tensor(value, dtype=torch.float64).to(FORMATS[fmt]).double().item()
+        assert (math.isnan(stored) and math.isnan(d.stored)) or d.stored == stored
+        for b, bit, field in zip(ex.buttons[fmt], bits, d.fields):
+            assert b.style.button_color == FIELD_COLOURS[field][int(bit)]
+
+
+def test_initial_state_shows_point_one():
+    ex = FloatExplorer(value=0.1, show_map=False)
+    assert_shows(ex, 0.1)
+    assert displayed_bits(ex, "float16") == "0010111001100110"
+    assert displayed_bits(ex, "float32") == "00111101110011001100110011001101"
+    assert "0.0999755859375" in ex.table.value and "0.10009765625" in ex.table.value
+    assert [len(ex.buttons[f]) for f in ex.fmts] == [32, 16, 16, 8, 8]
+    assert ex.text.value == "0.1" and ex.slider.value == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("text,value,fp16_verdict", [
+    ("65504", 65504.0, "exact"), ("70000", 70000.0, "overflow to inf"), ("1e-8", 1e-8, "flushed to zero"),
+    ("2^-24", 2.0 ** -24, "exact"), ("1e-6", 1e-6, "rounded"), ("-0", -0.0, "exact"), ("inf", math.inf, "inf"),
+    ("-inf", -math.inf, "inf"), ("1e39", 1e39, "overflow to inf"), ("1e-50", 1e-50, "flushed to zero"),
+    ("2048.9", 2048.9, "rounded"),
+])
+def test_typing_values(text, value, fp16_verdict):
+    ex = FloatExplorer(value=0.1, show_map=False)
+    ex.text.value = text
+    assert ex.error is None and ex.value == value and math.copysign(1, ex.value) == math.copysign(1, value)
+    assert ex.state["float16"].verdict == fp16_verdict
+    assert_shows(ex, value)
+
+
+def test_special_values_are_explained():
+    ex = FloatExplorer(value=0.1, show_map=False)
+    assert "Every format just rounds" in ex.message.value
+    ex.text.value = "nan"
+    assert ex.state["float16"].kind == "nan" and "NaN" in ex.message.value
+    ex.text.value = "inf"
+    assert "no inf" in ex.message.value and ex.state["float8_e4m3fn"].stored == 448.0
+    ex.text.value = "-0"
+    assert displayed_bits(ex, "float16") == "1" + "0" * 15 and "-0.0" in ex.message.value
+    ex.text.value = "1e39"
+    assert "beyond every format" in ex.message.value
+    ex.text.value = "1000"
+    assert "saturates" in ex.message.value and ex.state["float8_e4m3fn"].verdict == "saturated to max"
+    ex.text.value = "1e-6"
+    assert "subnormal" in ex.message.value
+
+
+@pytest.mark.parametrize("bad", ["abc", "", "1..2", "0.1.2", "2^x", "🙂", "1e"])
+def test_non_numeric_text_gives_a_message_not_a_traceback(bad):
+    ex = FloatExplorer(value=0.25, show_map=False)
+    before = {f: d.bits for f, d in ex.state.items()}
+    ex.text.value = bad
+    assert ex.error and "ampkit-error" in ex.message.value and "e.g. 0.1" in ex.message.value
+    assert {f: d.bits for f, d in ex.state.items()} == before and ex.value == 0.25
+    ex.text.value = "0.5"  # recovers
+    assert ex.error is None and "ampkit-error" not in ex.message.value and ex.state["float16"].stored == 0.5
+
+
+def test_slider_and_text_stay_in_sync():
+    ex = FloatExplorer(value=0.1, show_map=False)
+    ex.slider.value = 2.0 ** -20
+    assert ex.value == 2.0 ** -20 and ex.text.value == repr(2.0 ** -20)
+    assert ex.state["float16"].kind == "subnormal"
+    ex.text.value = "-3"
+    assert ex.slider.value == 3.0
+    ex.slider.value = 2.0  # the slider sets the magnitude and keeps the sign
+    assert ex.value == -2.0 and ex.text.value == "-2.0"
+
+
+def test_full_slider_sweep_matches_torch():
+    ex = FloatExplorer(value=1.0, show_map=True)
+    for e in np.arange(ex.slider.min, ex.slider.max + 1e-9, 0.73):
+        ex.slider.value = float(2.0 ** e)
+        v = ex.slider.value
+        assert ex.value == v
+        assert_shows(ex, v)
+        assert ex.range_map.marker_x == pytest.approx(math.log2(v))
+
+
+def test_clicking_bits_flips_them_and_moves_the_value():
+    ex = FloatExplorer(value=1.0, show_map=False)
+    ex.buttons["float16"][0].click()  # sign bit
+    assert ex.value == -1.0 and displayed_bits(ex, "float16") == "1011110000000000"
+    ex.buttons["float16"][0].click()
+    ex.buttons["float16"][15].click()  # last mantissa bit: one ulp
+    assert ex.value == 1 + 2 ** -10 and ex.text.value == repr(1 + 2 ** -10)
+    assert ex.state["float32"].verdict == "exact"  # fp16 values are exact in fp32
+    assert ex.state["bfloat16"].verdict == "rounded"
+    ex.text.value = "1"
+    ex.buttons["float16"][1].click()  # top exponent bit: 0 11111 0000000000 is inf
+    assert ex.value == math.inf and ex.state["float16"].kind == "inf"
+    ex.buttons["float16"][15].click()  # mantissa nonzero with exponent all ones: NaN, the flipped pattern is kept
+    assert math.isnan(ex.value) and ex.state["float16"].bits == "0111110000000001"
+    assert displayed_bits(ex, "float16") == "0111110000000001"
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_every_bit_button_of_every_format(fmt):
+    ex = FloatExplorer(value=0.3, show_map=False)
+    n = info(fmt).bits
+    for start in (0.3, 1e-5, 3e4, -0.0):
+        ex.text.value = repr(start)
+        for pos in range(n):
+            before = ex.state[fmt]
+            ex.buttons[fmt][pos].click()
+            expected = from_bits(before.pattern ^ (1 << (n - 1 - pos)), fmt)
+            assert ex.state[fmt].bits == expected.bits
+            assert (math.isnan(ex.value) and math.isnan(expected.stored)) or ex.value == expected.stored
+            ex.buttons[fmt][pos].click()  # flip back
+            assert ex.state[fmt].bits == before.bits
+
+
+def test_range_map_marker_and_image():
+    ex = FloatExplorer(value=1e-6)
+    m = ex.range_map
+    fig, n_artists = m.fig, len(m.ax.get_children())
+    assert m.marker_x == pytest.approx(math.log2(1e-6)) and m.png()[:8] == b"\x89PNG\r\n\x1a\n"
+    before = m.png()
+    ex.text.value = "70000"
+    assert m.marker_x == pytest.approx(math.log2(70000)) and m.png() != before
+    assert "2^16.10" in m.label.get_text()
+    ex.text.value = "0"
+    assert m.marker_x is None and not m.marker.get_visible() and "no place" in m.label.get_text()
+    ex.text.value = "-inf"
+    assert m.marker_x == math.inf and m.marker.get_xdata()[0] == m.hi
+    ex.text.value = "nan"
+    assert m.marker_x is None
+    ex.text.value = "1e-300"  # beyond every format and off the axis: clamped, and said so
+    assert m.marker.get_xdata()[0] == m.lo and "off the axis" in m.label.get_text()
+    assert m.fig is fig and len(m.ax.get_children()) == n_artists  # built once, artists updated
+
+
+def test_gradient_range_map_scale_sweep_matches_classify():
+    g = torch.Generator().manual_seed(0)
+    grads = torch.randn(20_000, generator=g) * 1e-6
+    grads[:100] = 0.0
+    m = RangeMap(("fp16",), values=grads)
+    assert m.classification == classify(grads, "fp16")
+    assert m.classification.zero == 100 / 20_000 and m.classification.subnormal > 0.9  # |g| ~ 1e-6 < 2^-14
+    edges0 = m.hist.get_data().edges.copy()
+    for k in range(int(m.scale_slider.min), int(m.scale_slider.max) + 1):
+        m.scale_slider.value = 2.0 ** k
+        assert m.classification == classify(grads * 2.0 ** k, "fp16")
+        assert np.array_equal(m.hist.get_data().edges, edges0 + k)
+        assert f"2^{k}" in m.hist_text.get_text()
+    assert m.classification.normal == 1 - m.classification.zero  # at 2^32 every nonzero gradient is normal
+    m.set_scale(2.0 ** 40)  # beyond the slider: now the largest overflow
+    assert 0 < m.classification.overflow < 0.5 and m.classification == classify(grads * 2.0 ** 40, "fp16")
+
+
+def test_range_map_bad_input():
+    with pytest.raises(ValueError, match="nonzero finite"):
+        RangeMap(("fp16",), values=torch.zeros(10))
+    with pytest.raises(ValueError, match="no values"):
+        RangeMap(("fp16",)).set_scale(2.0)
+    with pytest.raises(ValueError, match="supported formats"):
+        FloatExplorer(fmts=("fp16", "float17"))
+
+
+def test_decompose_is_what_the_table_shows():
+    ex = FloatExplorer(value=3.14159, show_map=False)
+    for fmt in ex.fmts:
+        d = decompose(3.14159, fmt)
+        assert f"<code>{d.stored!r}</code>" in ex.table.value
+        assert f"<code>{d.next!r}</code>" in ex.table.value and f"<code>{d.prev!r}</code>" in ex.table.value
