@@ -1,0 +1,364 @@
+"""Tests for ampkit.precision: the O0-O3 semantics, masters + GradScaler, trace, memory, op probe, bad input."""
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ampkit.data import batches, make_data
+from ampkit.models import build_model
+from ampkit.precision import (DOCUMENTED_AUTOCAST, LEVEL_MAP, LEVELS, MixedPrecision, apply_level, level_map_rows,
+                              memory_report, probe_autocast_ops, resolve_level, trace_dtypes)
+from ampkit.train import train, train_step
+
+LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _batches(name, n=4, bs=16):
+    X, y = make_data(name, 64, seed=0)
+    it = batches(X, y, bs, seed=0, epochs=None)
+    return [next(it) for _ in range(n)]
+
+
+def _sgd(m):
+    return torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+
+@pytest.mark.parametrize("name", ["mlp_ln", "transformer", "cnn_bn"])
+def test_o0_is_bit_for_bit_plain_fp32_training(name):
+    data = _batches(name, n=3 if name == "cnn_bn" else 5, bs=8)
+    ref = build_model(name, seed=1)
+    opt = _sgd(ref)
+    for x, y in data:
+        opt.zero_grad()
+        F.cross_entropy(ref(x), y).backward()
+        opt.step()
+    m = build_model(name, seed=1)
+    mp = apply_level(m, _sgd(m), "O0", "bf16")
+    for x, y in data:
+        train_step(mp, x, y, F.cross_entropy)
+    for (n1, a), (n2, b) in zip(ref.state_dict().items(), m.state_dict().items()):
+        assert torch.equal(a, b), n1
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("name", ["mlp_ln", "transformer"])
+def test_o1_equals_hand_written_autocast_training(name, dtype):
+    data = _batches(name)
+    ref = build_model(name, seed=2)
+    opt = _sgd(ref)
+    for x, y in data:
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=LOW[dtype]):
+            loss = F.cross_entropy(ref(x), y)
+        loss.backward()
+        opt.step()
+    m = build_model(name, seed=2)
+    mp = apply_level(m, _sgd(m), "O1", dtype)
+    for x, y in data:
+        train_step(mp, x, y, F.cross_entropy)
+    assert all(p.dtype == torch.float32 for p in m.parameters())
+    for (n1, a), (_, b) in zip(ref.state_dict().items(), m.state_dict().items()):
+        assert torch.equal(a, b), n1
+
+
+def test_o1_with_grad_scaler_equals_hand_written():
+    data = _batches("mlp")
+    ref = build_model("mlp", seed=3)
+    opt = _sgd(ref)
+    sc = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    for x, y in data:
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = F.cross_entropy(ref(x), y)
+        sc.scale(loss).backward()
+        sc.step(opt)
+        sc.update()
+    m = build_model("mlp", seed=3)
+    mp = apply_level(m, _sgd(m), "O1", "fp16")
+    sc2 = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    for x, y in data:
+        train_step(mp, x, y, F.cross_entropy, sc2)
+    for a, b in zip(ref.parameters(), m.parameters()):
+        assert torch.equal(a, b)
+    assert sc.get_scale() == sc2.get_scale()
+
+
+@pytest.mark.parametrize("name,norm_names", [("mlp_ln", ["net.1", "net.4"]), ("cnn_bn", ["bn"]),
+                                              ("transformer", ["ln1", "ln2", "ln_f"])])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_o2_low_weights_except_norms_and_fp32_masters(name, norm_names, dtype):
+    low = LOW[dtype]
+    m = build_model(name, seed=0)
+    fp32_copy = {k: v.clone() for k, v in m.state_dict().items()}
+    opt = _sgd(m)
+    mp = apply_level(m, opt, "O2", dtype)
+    assert mp.optimizer is opt
+    for mod_name, module in m.named_modules():
+        own = list(module.parameters(recurse=False))
+        if not own:
+            continue
+        want = torch.float32 if mod_name in norm_names else low
+        assert all(p.dtype == want for p in own), (mod_name, [p.dtype for p in own])
+    if name == "cnn_bn":
+        assert m.bn.running_mean.dtype == torch.float32
+    # masters: exact fp32 copies of the original weights, and they are what the optimizer holds
+    assert [p.dtype for p in mp.masters] == [torch.float32] * len(mp.masters)
+    names = [k for k, _ in m.named_parameters()]
+    for k, master in zip(names, mp.masters):
+        assert torch.equal(master, fp32_copy[k])
+    held = [p for g in opt.param_groups for p in g["params"]]
+    assert [id(p) for p in held] == [id(p) for p in mp.masters]
+    # one step: grads copied to fp32 masters, masters stepped, model = masters rounded to low
+    x, y = _batches(name, 1, 8)[0]
+    loss = train_step(mp, x, y, F.cross_entropy)
+    assert loss.dtype == torch.float32
+    assert all(mm.grad is not None and mm.grad.dtype == torch.float32 for mm in mp.masters)
+    for p, mm, k in zip(mp.params, mp.masters, names):
+        assert not torch.equal(mm, fp32_copy[k]) or k.endswith("bias")  # stepped
+        assert torch.equal(p.detach(), mm.detach().to(p.dtype))
+
+
+def test_o2_grad_scaler_unscales_fp32_master_grads():
+    m = build_model("mlp", seed=0)
+    mp = apply_level(m, _sgd(m), "O2", "fp16")
+    sc = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    x, y = _batches("mlp", 1)[0]
+    mp.zero_grad()
+    mp.backward(F.cross_entropy(mp.forward(x), y), sc)
+    scaled = [mm.grad.clone() for mm in mp.masters]
+    for p, mm in zip(mp.params, mp.masters):
+        assert torch.equal(mm.grad, p.grad.float())
+    sc.unscale_(mp.optimizer)  # would raise "Attempting to unscale FP16 gradients" without masters
+    for g, mm in zip(scaled, mp.masters):
+        assert mm.grad.dtype == torch.float32
+        torch.testing.assert_close(mm.grad, g / 1024.0, rtol=0, atol=0)
+    mp.step(sc)
+    assert not mp.last_step_skipped()
+
+
+def test_o2_overflow_is_skipped_and_masters_untouched():
+    m = build_model("mlp", seed=0)
+    mp = apply_level(m, _sgd(m), "O2", "fp16")
+    before = [mm.detach().clone() for mm in mp.masters]
+    sc = torch.amp.GradScaler("cpu", init_scale=2.0**40)  # scaled loss overflows fp16
+    x, y = _batches("mlp", 1)[0]
+    train_step(mp, x, y, F.cross_entropy, sc)
+    assert mp.last_step_skipped()
+    assert sc.get_scale() == 2.0**39
+    for b, mm in zip(before, mp.masters):
+        assert torch.equal(b, mm)
+
+
+def test_o3_fp16_with_torch_grad_scaler_fails_as_documented():
+    m = build_model("mlp", seed=0)
+    mp = apply_level(m, _sgd(m), "O3", "fp16")
+    x, y = _batches("mlp", 1)[0]
+    with pytest.raises(ValueError, match="unscale FP16 gradients"):
+        train_step(mp, x, y, F.cross_entropy, torch.amp.GradScaler("cpu"))
+
+
+@pytest.mark.parametrize("name", ["mlp_ln", "cnn_bn", "transformer"])
+def test_o3_everything_low(name):
+    m = build_model(name)
+    opt = _sgd(m)
+    mp = apply_level(m, opt, "O3", "fp16")
+    assert all(p.dtype == torch.float16 for p in m.parameters())
+    assert all(b.dtype == torch.float16 for b in m.buffers() if b.is_floating_point())
+    assert mp.masters == []
+    assert {id(p) for g in opt.param_groups for p in g["params"]} == {id(p) for p in m.parameters()}
+
+
+# The synthetic task (blobs, MLP with LayerNorm, Adam lr 3e-3, 60 steps, batch 64) for every level x dtype.
+# Stated tolerance: final loss (mean of the last 10 steps) within 0.05 of O0's and held-out accuracy within 0.03.
+# Documented failure: O3-fp16 with Adam diverges to NaN (Adam's eps=1e-8 and squared small grads underflow to 0
+# in fp16, so the update divides 0 by 0).
+@pytest.fixture(scope="module")
+def o0_run():
+    X, y = make_data("mlp_ln", seed=0)
+    return train(build_model("mlp_ln", seed=0), (X, y), "O0", steps=60, lr=3e-3, optimizer="adam",
+                 eval_data=make_data("mlp_ln", 512, seed=1))
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_level_trains_within_tolerance_of_o0(o0_run, level, dtype):
+    X, y = make_data("mlp_ln", seed=0)
+    h = train(build_model("mlp_ln", seed=0), (X, y), level, dtype, steps=60, lr=3e-3, optimizer="adam",
+              eval_data=make_data("mlp_ln", 512, seed=1))
+    assert o0_run.final_loss() < 0.5 and o0_run.accuracy > 0.9  # the task is learnt
+    if level == "O3" and dtype == "fp16":
+        assert h.diverged and h.accuracy < 0.5
+        assert torch.tensor(1e-8, dtype=torch.float16).item() == 0.0
+        return
+    assert abs(h.final_loss() - o0_run.final_loss()) <= 0.05
+    assert abs(h.accuracy - o0_run.accuracy) <= 0.03
+
+
+def test_trace_table_for_a_known_model():
+    x = torch.zeros(2, 16)
+    m = build_model("mlp_ln", depth=1)  # Linear, LayerNorm, ReLU, Linear
+    expect = {  # level: [(name, params, input, output)]
+        "O0": [("(model)", None, "f", "f"), ("net.0", "f", "f", "f"), ("net.1", "f", "f", "f"),
+               ("net.2", None, "f", "f"), ("net.3", "f", "f", "f")],
+        "O1": [("(model)", None, "f", "b"), ("net.0", "f", "f", "b"), ("net.1", "f", "b", "b"),
+               ("net.2", None, "b", "b"), ("net.3", "f", "b", "b")],
+        "O2": [("(model)", None, "b", "b"), ("net.0", "b", "b", "b"), ("net.1", "f", "f", "f"),
+               ("net.2", None, "b", "b"), ("net.3", "b", "b", "b")],
+        "O3": [("(model)", None, "b", "b"), ("net.0", "b", "b", "b"), ("net.1", "b", "b", "b"),
+               ("net.2", None, "b", "b"), ("net.3", "b", "b", "b")],
+    }
+    code = {None: None, "f": torch.float32, "b": torch.bfloat16}
+    for level, rows in expect.items():
+        got = trace_dtypes(m, x, level, "bf16")
+        assert [(r.name, r.param_dtype, r.input_dtype, r.output_dtype) for r in got] == \
+            [(n, code[p], code[i], code[o]) for n, p, i, o in rows], level
+    assert all(p.dtype == torch.float32 for p in m.parameters())  # the original is untouched
+    assert "kept fp32" in trace_dtypes(m, x, "O2", "bf16")[2].note
+    assert trace_dtypes(m, x, "O1", "bf16")[1].as_row()["output"] == "bf16"
+
+
+def test_memory_report_measures_the_tensors():
+    sizes = {}
+    for level in LEVELS:
+        m = build_model("mlp", seed=0)
+        n = sum(p.numel() for p in m.parameters())
+        mp = apply_level(m, torch.optim.Adam(m.parameters(), lr=1e-3), level, "fp16")
+        x, y = _batches("mlp", 1)[0]
+        train_step(mp, x, y, F.cross_entropy)
+        sizes[level] = memory_report(mp)
+    n_tensors = len(list(build_model("mlp").parameters()))
+    step_bytes = 4 * n_tensors  # Adam keeps a float32 'step' tensor per parameter
+    assert sizes["O0"].weights == 4 * n and sizes["O0"].grads == 4 * n
+    assert sizes["O0"].optimizer_state == 8 * n + step_bytes
+    assert sizes["O1"] == sizes["O0"]
+    assert sizes["O2"].weights == 2 * n and sizes["O2"].grads == 2 * n
+    assert sizes["O2"].masters == 4 * n and sizes["O2"].master_grads == 4 * n
+    assert sizes["O2"].optimizer_state == 8 * n + step_bytes
+    assert sizes["O2"].total > sizes["O0"].total  # masters cost more than the halved weights save
+    assert sizes["O3"].weights == 2 * n and sizes["O3"].optimizer_state == 4 * n + step_bytes
+    assert sizes["O3"].masters == 0 and sizes["O3"].total < sizes["O0"].total / 1.9
+    assert sizes["O2"].as_dict()["total"] == sizes["O2"].total
+
+
+def test_op_probe_discovers_the_cpu_lists():
+    rows = {r.op: r for r in probe_autocast_ops("cpu", "bf16")}
+    assert set(rows) == set(DOCUMENTED_AUTOCAST["cpu"])
+    for op in ("linear", "matmul", "conv2d", "bmm"):
+        assert rows[op].observed == "lower" and rows[op].out_fp32_in == torch.bfloat16
+    for op in ("mse_loss", "cross_entropy", "prod"):
+        assert rows[op].observed == "fp32" and rows[op].out_low_in == torch.float32
+    assert rows["index_copy"].observed == "promote"
+    for op in ("softmax", "layer_norm", "relu", "exp", "sum"):
+        assert rows[op].observed == "unlisted" and rows[op].out_low_in == torch.bfloat16
+        assert rows[op].out_fp32_in == torch.float32
+    assert rows["cat"].agrees and rows["cat"].documented == "promote"
+    assert all(r.agrees for r in rows.values()), [r.op for r in rows.values() if not r.agrees]
+    fp16 = probe_autocast_ops("cpu", "fp16", ops=["linear", "softmax"])
+    assert fp16[0].out_fp32_in == torch.float16 and fp16[1].observed == "unlisted"
+    with pytest.raises(ValueError, match="probe-able ops"):
+        probe_autocast_ops("cpu", "bf16", ops=["fft"])
+
+
+def test_level_map():
+    rows = level_map_rows()
+    assert [r["level"] for r in rows] == list(LEVELS)
+    assert set(rows[0]) == {"level", "ampkit (PyTorch)", "Apex amp", "MindSpore", "Paddle"}
+    assert "master" in LEVEL_MAP["O2"]["Apex amp"] and "BatchNorm" in LEVEL_MAP["O2"]["MindSpore"]
+
+
+def test_forward_output_is_fp32_and_tokens_pass_through():
+    for level in LEVELS:
+        m = build_model("transformer")
+        mp = apply_level(m, _sgd(m), level, "bf16")
+        out = mp.forward(torch.zeros(2, 16, dtype=torch.long))
+        assert out.dtype == torch.float32
+        assert isinstance(mp.autocast(), torch.autocast) == (level == "O1")
+        assert mp.compute_dtype == (torch.float32 if level == "O0" else torch.bfloat16)
+        assert level in repr(mp)
+
+
+@pytest.mark.parametrize("bad", ["O4", "o1 ", 2, "02", "", None, "O1O2", 1.0])
+def test_bad_levels(bad):
+    with pytest.raises(ValueError, match="O0, O1, O2, O3"):
+        resolve_level(bad)
+    m = build_model("mlp")
+    with pytest.raises(ValueError, match="O0, O1, O2, O3"):
+        apply_level(m, _sgd(m), bad)
+
+
+def test_lower_case_levels_are_accepted():
+    assert [resolve_level(s) for s in ("o0", "o1", "o2", "o3", "O2")] == ["O0", "O1", "O2", "O3", "O2"]
+    with pytest.raises(ValueError, match="no surrounding spaces"):
+        resolve_level(" O2")
+    with pytest.raises(ValueError, match="letter O"):
+        resolve_level("01")
+    with pytest.raises(ValueError, match="'O2'"):
+        resolve_level(2)
+
+
+@pytest.mark.parametrize("bad", ["fp8", torch.float64, "float32", "int8", torch.int8])
+def test_bad_dtypes_name_the_supported_ones(bad):
+    m = build_model("mlp")
+    with pytest.raises(ValueError, match="bfloat16"):
+        apply_level(m, _sgd(m), "O1", bad)
+
+
+def test_bad_models_and_optimizers():
+    m = build_model("mlp")
+    opt = _sgd(m)
+    apply_level(m, opt, "O1")
+    with pytest.raises(ValueError, match="already applied"):
+        apply_level(m, _sgd(m), "O2")
+    m2 = build_model("mlp")
+    with pytest.raises(ValueError, match="already given level"):
+        apply_level(m2, opt, "O2")
+    empty = nn.ReLU()
+    with pytest.raises(ValueError, match="no parameters"):
+        apply_level(empty, torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1), "O1")
+    a, b = build_model("mlp", seed=0), build_model("mlp", seed=1)
+    with pytest.raises(ValueError, match="not parameters of this model"):
+        apply_level(a, _sgd(b), "O2")
+    c = build_model("mlp")
+    with pytest.raises(ValueError, match="does not hold"):
+        apply_level(c, torch.optim.SGD(list(c.parameters())[:2], lr=0.1), "O2")
+    d = build_model("mlp").half()
+    with pytest.raises(ValueError, match="fp32 model"):
+        apply_level(d, _sgd(d), "O1")
+    e = build_model("mlp")
+    opt_e = torch.optim.Adam(e.parameters())
+    e(torch.zeros(1, 16)).sum().backward()
+    opt_e.step()
+    with pytest.raises(ValueError, match="before the optimizer's first step"):
+        apply_level(e, opt_e, "O3")
+    with pytest.raises(TypeError, match="nn.Module"):
+        apply_level("mlp", opt, "O1")
+    with pytest.raises(TypeError, match="Optimizer"):
+        apply_level(build_model("mlp"), [1], "O1")
+    with pytest.raises(TypeError, match="MixedPrecision"):
+        memory_report(build_model("mlp"))
+    with pytest.raises(ValueError, match="already has a level"):
+        trace_dtypes(m, torch.zeros(1, 16), "O1")
+
+
+def test_bf16_with_a_scaler_warns_but_works():
+    m = build_model("mlp")
+    mp = apply_level(m, _sgd(m), "O2", "bf16")
+    x, y = _batches("mlp", 1)[0]
+    with pytest.warns(UserWarning, match="rarely needs loss scaling"):
+        loss = train_step(mp, x, y, F.cross_entropy, torch.amp.GradScaler("cpu"))
+    assert torch.isfinite(loss)
+    m2 = build_model("mlp")
+    mp2 = apply_level(m2, _sgd(m2), "O2", "fp16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train_step(mp2, x, y, F.cross_entropy, torch.amp.GradScaler("cpu"))
+
+
+def test_o2_hooks_can_be_removed():
+    m = build_model("mlp_ln")
+    mp = apply_level(m, _sgd(m), "O2", "bf16")
+    assert isinstance(mp, MixedPrecision) and len(mp._hooks) == 4
+    mp.remove_hooks()
+    assert not mp._hooks

@@ -1,0 +1,157 @@
+"""Tests for ampkit.train: train_step (no host sync), train/History, scalers and skips, run_level and its cache."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ampkit.data import make_data
+from ampkit.models import build_model
+from ampkit.precision import apply_level
+from ampkit.train import (History, LevelRunCache, LiveLossPlot, evaluate, make_optimizer, run_level, train,
+                          train_step)
+
+
+def test_train_step_does_not_sync(monkeypatch):
+    """No .item() in train_step itself; with torch's GradScaler only its own one sync per step remains."""
+    X, y = make_data("mlp", 16)
+    calls = []
+    real_item = torch.Tensor.item
+
+    def counting_item(self):
+        calls.append(1)
+        return real_item(self)
+
+    for level in ("O0", "O1", "O2", "O3"):
+        m = build_model("mlp")
+        mp = apply_level(m, torch.optim.SGD(m.parameters(), lr=0.1), level, "fp16")
+        monkeypatch.setattr(torch.Tensor, "item", counting_item)
+        loss = train_step(mp, X, y, F.cross_entropy)
+        monkeypatch.undo()
+        assert calls == [] and loss.dtype == torch.float32 and not loss.requires_grad and loss.shape == ()
+    m = build_model("mlp")
+    mp = apply_level(m, torch.optim.SGD(m.parameters(), lr=0.1), "O2", "fp16")
+    monkeypatch.setattr(torch.Tensor, "item", counting_item)
+    train_step(mp, X, y, F.cross_entropy, torch.amp.GradScaler("cpu"))
+    monkeypatch.undo()
+    assert len(calls) == 1  # GradScaler.step's own check of found_inf
+
+
+def test_train_records_every_step():
+    h = train(build_model("mlp"), make_data("mlp", 256), "O1", "bf16", steps=12, batch_size=32,
+              eval_data=make_data("mlp", 128, seed=1))
+    assert isinstance(h, History) and h.steps == 12 and len(h.times) == 12
+    assert h.scales == [None] * 12 and h.skipped == [False] * 12 and h.n_skipped == 0
+    assert all(t > 0 for t in h.times) and h.step_time() > 0
+    assert h.losses[-1] < h.losses[0] and 0 <= h.accuracy <= 1
+    assert h.level == "O1" and h.dtype == "bfloat16" and not h.diverged
+    assert h.final_loss(3) == pytest.approx(sum(h.losses[-3:]) / 3)
+
+
+def test_train_is_deterministic():
+    a = train(build_model("transformer"), make_data("transformer", 128), "O2", "bf16", steps=5, optimizer="adam",
+              lr=1e-3)
+    b = train(build_model("transformer"), make_data("transformer", 128), "O2", "bf16", steps=5, optimizer="adam",
+              lr=1e-3)
+    assert a.losses == b.losses
+
+
+def test_train_with_torch_scaler_records_scale_and_skips():
+    X, y = make_data("mlp", 256)
+    sc = torch.amp.GradScaler("cpu", init_scale=2.0**24, growth_interval=1000)
+    h = train(build_model("mlp"), (X, y), "O2", "fp16", scaler=sc, steps=20)
+    assert h.scales[0] == 2.0**24
+    assert h.skipped[0] and h.scales[1] == 2.0**23  # fp16 overflow at 2^24 -> backoff
+    first_ok = h.skipped.index(False)
+    assert all(h.skipped[:first_ok]) and not any(h.skipped[first_ok:])
+    assert h.scales[first_ok] == 2.0 ** (24 - first_ok)
+    assert h.n_skipped == first_ok > 0
+
+
+class RecordingScaler:
+    """A minimal scaler with GradScaler's calls and ampkit's last_step_skipped (skips every other step)."""
+
+    def __init__(self):
+        self.n = 0
+        self.last_step_skipped = False
+
+    def scale(self, loss):
+        return loss * 2.0
+
+    def unscale_(self, opt):
+        pass
+
+    def step(self, opt):
+        self.n += 1
+        for g in opt.param_groups:
+            for p in g["params"]:
+                p.grad.div_(2.0)
+        if self.n % 2:
+            opt.step()
+
+    def update(self):
+        self.last_step_skipped = self.n % 2 == 0
+
+    def get_scale(self):
+        return 2.0
+
+
+def test_train_uses_last_step_skipped_when_the_scaler_has_it():
+    h = train(build_model("mlp"), make_data("mlp", 256), "O1", "fp16", scaler=RecordingScaler(), steps=6)
+    assert h.skipped == [False, True] * 3 and h.scales == [2.0] * 6
+
+
+def test_train_accepts_a_mixed_precision_and_an_iterable():
+    m = build_model("mlp")
+    mp = apply_level(m, torch.optim.SGD(m.parameters(), lr=0.1), "O3", "bf16")
+    X, y = make_data("mlp", 64)
+    data = [(X[:32], y[:32]), (X[32:], y[32:])]
+    h = train(mp, data, steps=10)
+    assert h.steps == 2 and h.level == "O3"  # the iterable ran out
+    seen = []
+    train(build_model("mlp"), (X, y), steps=3, callback=lambda s, hist: seen.append((s, hist.steps)))
+    assert seen == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_progress_and_live_plot_run_headless():
+    h = train(build_model("mlp"), make_data("mlp", 128), steps=4, progress=True, live_every=2)
+    assert h.steps == 4
+    plot = LiveLossPlot(reference=[1.0, 0.5])
+    plot.update(h)
+    assert len(plot.line.get_xdata()) == 4
+
+
+def test_evaluate_restores_training_mode():
+    m = build_model("cnn_bn")
+    mp = apply_level(m, torch.optim.SGD(m.parameters(), lr=0.1), "O2", "bf16")
+    X, y = make_data("cnn_bn", 8)
+    acc = evaluate(mp, X, y)
+    assert 0 <= acc <= 1 and m.training
+
+
+def test_run_level_and_cache():
+    r = run_level("mlp", "O2", "bf16", steps=4)
+    assert r.level == "O2" and r.dtype == "bfloat16" and r.history.steps == 4
+    assert r.memory.masters == r.memory.weights * 2 and r.step_time > 0
+    assert [t.name for t in r.trace][:2] == ["(model)", "net.0"]
+    cache = LevelRunCache(steps=3)
+    assert not cache.has("mlp", "O3", "fp16")
+    calls = []
+    a = cache.get("mlp", "O3", "fp16", callback=lambda s, h: calls.append(s))
+    assert calls == [0, 1, 2] and len(cache) == 1
+    assert cache.get("mlp", "o3", torch.float16) is a and cache.has("mlp", "O3", "float16")
+    with pytest.raises(ValueError, match="O0, O1, O2, O3"):
+        cache.get("mlp", "O5", "bf16")
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="sgd, adam, adamw"):
+        make_optimizer("lamb", build_model("mlp").parameters(), 0.1)
+    with pytest.raises(ValueError, match="lr"):
+        make_optimizer("sgd", build_model("mlp").parameters(), -1)
+    with pytest.raises(TypeError, match="Optimizer"):
+        make_optimizer(lambda p: None, build_model("mlp").parameters(), 0.1)
+    with pytest.raises(ValueError, match="steps"):
+        train(build_model("mlp"), make_data("mlp", 8), steps=0)
+    with pytest.raises(TypeError, match="data must be"):
+        train(build_model("mlp"), 5, steps=1)
+    with pytest.raises(TypeError, match="MixedPrecision"):
+        train("mlp", make_data("mlp", 8), steps=1)
