@@ -1,0 +1,102 @@
+"""Benchmark for ampkit.formats and notebook 01's widgets (issue 4).
+
+Targets: ``classify`` on 10^7 values well under a second (we ask <= 0.5 s); the float explorer's update
+latency <= 50 ms median per change, kernel side (text entry, slider move, bit click; with the range map).
+Prints one table with measurements and ratios side by side and whether each target is met. Timings are
+noisy on a shared machine: medians of several runs.
+
+    python benchmarks/bench_formats.py
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import torch  # noqa: E402
+
+from ampkit.formats import classify  # noqa: E402
+from ampkit.widgets.formats import FloatExplorer, RangeMap  # noqa: E402
+
+N = 10_000_000
+CLASSIFY_TARGET_S = 0.5
+LATENCY_TARGET_MS = 50.0
+
+
+def median_time(fn, repeats: int = 5) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def latencies(action, values) -> list[float]:
+    out = []
+    for v in values:
+        t0 = time.perf_counter()
+        action(v)
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def main() -> int:
+    torch.manual_seed(0)
+    rows: list[tuple[str, str, str, str]] = []
+    ok = True
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(N, generator=g) * torch.exp2(torch.randint(-40, 20, (N,), generator=g).float())
+    for fmt in ("float16", "bfloat16", "float8_e4m3fn"):
+        dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}[fmt]
+        t_cls = median_time(lambda: classify(x, fmt))
+        t_cast = median_time(lambda: x.to(dtype))
+        met = t_cls <= CLASSIFY_TARGET_S
+        ok &= met
+        rows.append((f"classify 1e7 float32 -> {fmt}", f"{t_cls * 1e3:.0f} ms",
+                     f"{t_cls / t_cast:.1f}x a bare cast ({t_cast * 1e3:.0f} ms)",
+                     f"<= {CLASSIFY_TARGET_S * 1e3:.0f} ms: {'met' if met else 'NOT met'}"))
+    x64 = x[: N // 10].double()
+    t64 = median_time(lambda: classify(x64, "float16"))
+    rows.append(("classify 1e6 float64 -> float16", f"{t64 * 1e3:.0f} ms", "(goes through float32, as torch)", "—"))
+
+    texts = [repr(1.37 ** (k - 30)) for k in range(60)]
+    slider = [2.0 ** (k * 2.3 - 70.1) for k in range(60)]
+    for show_map in (False, True):
+        ex = FloatExplorer(value=0.1, show_map=show_map)
+        label = "with range map" if show_map else "no range map"
+        results = {
+            "type a value": latencies(lambda t: setattr(ex.text, "value", t), texts),
+            "move the slider": latencies(lambda v: setattr(ex.slider, "value", v), slider),
+            "click a bit": latencies(lambda k: ex.buttons["float16"][k % 16].click(), range(64)),
+        }
+        for what, ms in results.items():
+            med = statistics.median(ms)
+            p90 = sorted(ms)[int(0.9 * len(ms))]
+            met = med <= LATENCY_TARGET_MS
+            ok &= met
+            rows.append((f"explorer: {what} ({label})", f"{med:.1f} ms median", f"p90 {p90:.1f} ms",
+                         f"<= {LATENCY_TARGET_MS:.0f} ms: {'met' if met else 'NOT met'}"))
+    grads = torch.randn(200_000, generator=g) * 1e-6
+    m = RangeMap(("fp16",), values=grads)
+    ms = latencies(lambda k: setattr(m.scale_slider, "value", 2.0 ** (k % 33)), range(66))
+    rows.append(("gradient map: move loss scale (2e5 values)", f"{statistics.median(ms):.1f} ms median",
+                 f"p90 {sorted(ms)[int(0.9 * len(ms))]:.1f} ms", "—"))
+
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    head = ("measurement", "value", "ratio / spread", "target")
+    widths = [max(w, len(h)) for w, h in zip(widths, head)]
+    print(" | ".join(h.ljust(w) for h, w in zip(head, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print(f"\nall targets met: {ok}  (torch {torch.__version__}, {torch.get_num_threads()} threads)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
