@@ -120,28 +120,39 @@ def _sync(dev: torch.device) -> None:
         torch.mps.synchronize()
 
 
-def _time_matmul(dev: torch.device, dtype: torch.dtype, n: int, repeats: int) -> float:
+def _probe_speedups(dev: torch.device, dtypes: tuple[torch.dtype, ...], n: int, rounds: int = 5) -> dict:
+    """float32 time / dtype time for an ``n x n`` matmul, best of ``rounds`` interleaved timings.
+
+    Interleaving and taking the minimum keeps the ratio meaningful on a busy machine (both dtypes see the same
+    disturbance); on CPU the probe runs single-threaded for the same reason.
+    """
     g = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=g).to(dev, dtype)
-    b = torch.randn(n, n, generator=g).to(dev, dtype)
-    a @ b  # warm-up
-    _sync(dev)
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
+    a32, b32 = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+    pairs = {dt: (a32.to(dev, dt), b32.to(dev, dt)) for dt in (torch.float32, *dtypes)}
+    best = dict.fromkeys(pairs, float("inf"))
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        for a, b in pairs.values():  # warm-up (kernel selection, JIT)
+            a @ b
         _sync(dev)
-        best = min(best, time.perf_counter() - t0)
-    return best
+        for _ in range(rounds):
+            for dt, (a, b) in pairs.items():
+                t0 = time.perf_counter()
+                a @ b
+                _sync(dev)
+                best[dt] = min(best[dt], time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(threads)
+    return {dt: best[torch.float32] / best[dt] for dt in dtypes}
 
 
 @functools.lru_cache(maxsize=None)
 def _report(dev_str: str, n: int) -> DeviceReport:
     dev = torch.device(dev_str)
     supported = tuple(dt for dt in _LOW_DTYPES if _autocast_works(dev, dt))
-    t32 = _time_matmul(dev, torch.float32, n, repeats=5)
-    speedup = {dt: t32 / _time_matmul(dev, dt, n, repeats=3) for dt in supported}
-    return DeviceReport(dev, _device_name(dev), supported, speedup, n)
+    return DeviceReport(dev, _device_name(dev), supported, _probe_speedups(dev, supported, n), n)
 
 
 def device_report(device: str | torch.device | None = None, probe_size: int | None = None) -> DeviceReport:

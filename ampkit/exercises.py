@@ -36,10 +36,10 @@ def check(exercise: str, answer: Any, expected: Any, *, rel_tol: float = 0.0, ab
           hint: str = "") -> bool:
     """Compare a learner's ``answer`` with ``expected``; print a verdict (and ``hint`` when wrong); return it.
 
-    ``answer is ...`` (Ellipsis, the notebooks' placeholder) or ``None`` means "not answered yet".
+    ``answer is ...`` (Ellipsis, the notebooks' placeholder) means "not answered yet"; ``None`` is a real answer.
     Numbers compare with ``math.isclose(rel_tol, abs_tol)``; sets ignore order; strings ignore case.
     """
-    if answer is ... or answer is None:
+    if answer is ...:
         print(f"✏️ {exercise}: not answered yet — replace the `...` with your answer and run the cell again.")
         return False
     if _same(answer, expected, rel_tol, abs_tol):

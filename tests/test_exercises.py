@@ -9,6 +9,8 @@ def test_correct_and_wrong_and_unanswered(capsys):
     assert "❌ b" in out and "largest finite fp16" in out and "65000" in out
     assert not check("c", ..., 1)
     assert "not answered yet" in capsys.readouterr().out
+    assert check("d", None, None)  # None is an answer ("no fast dtype here"), not a placeholder
+    assert not check("e", None, 1)
 
 
 def test_tolerances_sets_strings_and_odd_types():

@@ -1,0 +1,45 @@
+"""Each notebook's wall time when executed as a test (pytest --nbval-lax, fresh kernel), and the total.
+
+Budget for the series on a 2-core CPU: 00 <= 5 s, 01 <= 10 s, 02-04 <= 15 s each, <= 60 s in all.
+Times include pytest's start and the kernel's start; they vary with the machine and its load.
+
+    python benchmarks/bench_notebooks.py [NOTEBOOK ...]
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET_S = {"00": 5.0, "01": 10.0, "02": 15.0, "03": 15.0, "04": 15.0}
+TOTAL_BUDGET_S = 60.0
+
+
+def time_notebook(path: Path) -> tuple[float, bool]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", str(path.relative_to(ROOT))], cwd=ROOT,
+                          capture_output=True, text=True)
+    return time.perf_counter() - t0, proc.returncode == 0
+
+
+def main(argv: list[str]) -> int:
+    paths = [ROOT / a for a in argv] if argv else sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    rows, total, ok_all = [], 0.0, True
+    for path in paths:
+        seconds, passed = time_notebook(path)
+        budget = BUDGET_S.get(path.name[:2])
+        within = budget is None or seconds <= budget
+        ok_all &= passed
+        total += seconds
+        rows.append((path.name, seconds, budget, "pass" if passed else "FAIL", "yes" if within else "NO"))
+    print(f"{'notebook':32s} {'wall s':>7s} {'budget':>7s} {'test':>5s} {'within':>7s}")
+    for name, s, budget, test, within in rows:
+        print(f"{name:32s} {s:7.1f} {budget if budget else float('nan'):7.1f} {test:>5s} {within:>7s}")
+    print(f"{'TOTAL':32s} {total:7.1f} {TOTAL_BUDGET_S:7.1f} {'':>5s} {'yes' if total <= TOTAL_BUDGET_S else 'NO':>7s}")
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,279 @@
+"""Real-browser harness: JupyterLab on a free loopback port + Playwright driving Debian's chromium.
+
+Every widget in the kit gets a test here that opens its notebook, runs all cells, moves a real control and checks
+the displayed output. The notebooks are copied to a temporary folder first, so autosave never touches the
+committed files. Screenshots go to ``artifacts/browser/`` (or ``$AMPKIT_ARTIFACTS``), which CI can keep.
+
+    def test_x(lab):
+        page = lab.open_and_run("00_start_here.ipynb")
+        lab.move_slider(page, 0, presses=3)
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("AMPKIT_ARTIFACTS", ROOT / "artifacts" / "browser"))
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
+# Console messages that JupyterLab itself logs on a closed network or during normal start-up; anything else fails.
+BENIGN_CONSOLE = ("Failed to load resource: the server responded with a status of 404",
+                  "favicon", "net::ERR_", "[Deprecation]", "WebSocket connection")
+
+
+def find_chromium() -> str | None:
+    for candidate in (os.environ.get("AMPKIT_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium",
+                      shutil.which("chromium-browser"), shutil.which("google-chrome")):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests are skipped, visibly, when no chromium is found — except in CI, where they must run."""
+    if find_chromium():
+        return
+    if os.environ.get("CI"):
+        return  # the `lab` fixture fails loudly instead
+    skip = pytest.mark.skip(reason="no chromium found (install Debian's `chromium`, or set AMPKIT_CHROMIUM)")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
+
+
+class LabServer:
+    """A JupyterLab server on 127.0.0.1 with a random token, serving a throw-away copy of notebooks/."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.root = workdir / "notebooks"
+        self.root.mkdir(parents=True)
+        for nb_path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+            # Outputs and execution counts are cleared so that "every code cell has a number" means "Run All ran".
+            nb = json.loads(nb_path.read_text())
+            for cell in nb["cells"]:
+                if cell["cell_type"] == "code":
+                    cell["outputs"], cell["execution_count"] = [], None
+            (self.root / nb_path.name).write_text(json.dumps(nb))
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.env = dict(os.environ)
+        for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+            self.env[var] = str(workdir / var.lower())
+        self.env["JUPYTERLAB_SETTINGS_DIR"] = str(workdir / "lab-settings")
+        self.env["JUPYTERLAB_WORKSPACES_DIR"] = str(workdir / "lab-workspaces")
+        self.log = open(workdir / "jupyterlab.log", "w")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        jupyter = [sys.executable, "-m", "jupyter"]
+        subprocess.run(jupyter + ["labextension", "disable", "@jupyterlab/apputils-extension:announcements"],
+                       env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
+        self.proc = subprocess.Popen(
+            jupyter + ["lab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}", "--ServerApp.port_retries=0",
+                       f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+                       "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                       "--LabApp.extension_manager=readonly"] + (["--allow-root"] if os.geteuid() == 0 else []),
+            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited early ({self.proc.returncode}); log:\n{self.read_log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"JupyterLab did not answer within {timeout} s; log:\n{self.read_log()}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def read_log(self) -> str:
+        self.log.flush()
+        return (self.workdir / "jupyterlab.log").read_text()[-5000:]
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=5)
+        self.log.close()
+
+
+class Lab:
+    """What a browser test does with JupyterLab: open a notebook, run it, move controls, read outputs."""
+
+    def __init__(self, server: LabServer, browser):
+        self.server = server
+        self.browser = browser
+        self.console_errors: list[str] = []
+        self._pages = []
+
+    # --- opening -------------------------------------------------------------------------------------------
+    def open_and_run(self, notebook: str, timeout_ms: int = 120_000):
+        """Open a copy of ``notebooks/<notebook>``, Run All, wait for the kernel to go idle and widgets to render."""
+        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        self._pages.append(page)
+        page.on("console", lambda msg: self._on_console(notebook, msg))
+        page.on("pageerror", lambda exc: self.console_errors.append(f"{notebook}: page error: {exc}"))
+        page.set_default_timeout(30_000)
+        # JupyterLab may ask which kernel to use (e.g. on first open): accept its preselected "Python 3" kernel.
+        dialog = page.locator(".jp-Dialog:has-text('Select Kernel')")
+        page.add_locator_handler(dialog, lambda: dialog.locator(".jp-mod-accept").click())
+        page.goto(f"{self.server.url}/lab/tree/{notebook}?token={self.server.token}&reset")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+        self.wait_idle(page, timeout_ms)
+        page.locator(".jp-NotebookPanel .jp-Cell").first.click()  # focus the notebook
+        page.click(".lm-MenuBar-item:has-text('Run')")  # the Run menu
+        page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
+        # The kernel goes busy, then idle once every cell ran.
+        page.wait_for_function(
+            """() => { const c = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
+                       return c.length > 0 && [...c].every(p => /\\[\\d+\\]/.test(p.textContent)); }""",
+            timeout=timeout_ms)
+        self.wait_idle(page, timeout_ms)
+        page.wait_for_selector(".jp-OutputArea .widget-slider, .jp-OutputArea .jupyter-widgets", timeout=timeout_ms)
+        return page
+
+    @staticmethod
+    def wait_idle(page, timeout_ms: int = 120_000) -> None:
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached",
+                               timeout=timeout_ms)
+
+    # --- controls ------------------------------------------------------------------------------------------
+    @staticmethod
+    def sliders(page):
+        """All ipywidgets sliders in the notebook's outputs, in DOM order."""
+        return page.locator(".jp-OutputArea .widget-slider")
+
+    def move_slider(self, page, index: int, key: str = "ArrowRight", presses: int = 1) -> None:
+        """Focus the ``index``-th slider's handle and press ``key`` ``presses`` times (a real keyboard move)."""
+        handle = self.sliders(page).nth(index).locator(".noUi-handle").first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(presses):
+            handle.press(key)
+
+    def set_readout(self, page, index: int, text: str) -> None:
+        """Type ``text`` into the ``index``-th slider's readout (click, select all, type, Enter)."""
+        readout = self.sliders(page).nth(index).locator(".widget-readout").first
+        readout.scroll_into_view_if_needed()
+        readout.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(text)
+        page.keyboard.press("Enter")
+
+    @staticmethod
+    def text(page, selector: str) -> str:
+        loc = page.locator(selector).first
+        loc.wait_for(state="attached")
+        return loc.inner_text()
+
+    def wait_for_change(self, page, selector: str, old_text: str, timeout_ms: int = 30_000) -> str:
+        """Wait until the first element matching ``selector`` shows text other than ``old_text``; return it."""
+        page.wait_for_function(
+            "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+            arg=[selector, old_text], timeout=timeout_ms)
+        return self.text(page, selector)
+
+    # --- evidence ------------------------------------------------------------------------------------------
+    def screenshot(self, page, name: str) -> Path:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=False)
+        return path
+
+    def _on_console(self, notebook: str, msg) -> None:
+        if msg.type == "error" and not any(b in msg.text for b in BENIGN_CONSOLE):
+            self.console_errors.append(f"{notebook}: console error: {msg.text}")
+
+    def assert_clean(self, page) -> None:
+        """No error output in any cell, no widget-render failure, no unexpected JavaScript console error."""
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+        assert not tracebacks, f"error output in the notebook: {tracebacks[:2]}"
+        failed = page.locator("text=Error displaying widget").count()
+        assert failed == 0, "a widget failed to render ('Error displaying widget')"
+        assert not self.console_errors, "\n".join(self.console_errors)
+
+    def close(self) -> None:
+        for page in self._pages:
+            try:
+                page.context.close()
+            except Exception:
+                pass
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory):
+    if not find_chromium():
+        pytest.fail("CI must run the browser tests but no chromium was found (.ci/run installs Debian's chromium)")
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def lab(lab_server, browser, request):
+    """A fresh :class:`Lab` per test; on failure a screenshot named after the test is saved."""
+    session = Lab(lab_server, browser)
+    yield session
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed:
+        for i, page in enumerate(session._pages):
+            try:
+                session.screenshot(page, f"FAILED-{request.node.name}-{i}")
+            except Exception:
+                pass
+        print("JupyterLab log tail:\n" + lab_server.read_log())
+    session.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
