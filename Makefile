@@ -8,6 +8,8 @@ STAMP  := $(VENV)/.ampkit-installed
 # build. Learners with their own build can keep it: `make lab TORCH=` skips this step.
 TORCH  ?= torch==2.13.0
 LAB_ARGS ?=
+# Jupyter refuses to run as root (containers, CI) unless told it is on purpose.
+ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 
 .PHONY: lab test install doctor notebooks bench clean check-python
@@ -25,7 +27,7 @@ $(STAMP): pyproject.toml | check-python
 install: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
