@@ -390,7 +390,10 @@ class CompiledStep:
         return f"CompiledStep(compiled={self.compiled}, mode={self.mode!r}, message={self.message!r})"
 
     def _fallback(self, exc: BaseException) -> None:
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        cause = getattr(exc, "inner_exception", None) or exc.__cause__ or exc
+        first = (str(cause).strip().splitlines() or [""])[0][:200]
+        if cause is not exc:
+            first = f"{type(cause).__name__}: {first}"
         self.message = (f"graph sink unavailable: torch.compile failed ({type(exc).__name__}: {first}); "
                         "running the step eagerly")
         self.compiled = False
@@ -718,7 +721,11 @@ class SinkModel:
         if not self._checked:
             check_same_device(self.network, (x, y))
             self._checked = True
-        mp = self.mp
+        if not self._loss_graph.compiled:
+            from ampkit.train import train_step
+
+            return train_step(self.mp, x, y, self.loss_fn, self.scaler)
+        mp = self.mp      # train_step's order, with the forward + loss as one compiled graph
         mp.zero_grad()
         loss = self._loss_graph(x, y)
         mp.backward(loss, self.scaler)
