@@ -421,9 +421,14 @@ def trace_dtypes(model: nn.Module | MixedPrecision, x: torch.Tensor, level: str 
         note = ""
         if mp.level == "O2" and isinstance(module, NORM_TYPES):
             note = f"kept fp32 (input cast up, output cast back to {_short(mp.dtype)})"
-        elif (mp.level == "O1" and pdt == torch.float32 and records[label]["out"] == mp.dtype
-              and not any(True for _ in module.children())):
-            note = "autocast lowers this op"
+        elif mp.level == "O1" and not any(True for _ in module.children()):
+            i, o = records[label]["in"], records[label]["out"]
+            if i == torch.float32 and o == mp.dtype:
+                note = "autocast lowers this op"
+            elif i == mp.dtype and o == torch.float32:
+                note = "autocast casts this op up to fp32"
+            elif i == mp.dtype and o == mp.dtype and pdt == torch.float32:
+                note = f"not on this device's fp32 list: runs in the {_short(mp.dtype)} it receives"
         rows.append(LayerTrace(label, type(module).__name__, pdt, records[label]["in"], records[label]["out"],
                                sum(p.numel() for p in own), note))
     return rows

@@ -250,22 +250,32 @@ class LevelRun:
 def run_level(model: str, level: str, dtype: str | torch.dtype = "bf16", steps: int = 60, seed: int = 0,
               batch_size: int = 64, lr: float = 0.05, optimizer: str = "sgd", scaler_factory: Callable | None = None,
               model_kw: dict | None = None, n_samples: int | None = None, progress: bool = False,
-              callback: Callable | None = None) -> LevelRun:
+              callback: Callable | None = None, num_threads: int | None = None) -> LevelRun:
     """Build model ``model`` (a :func:`~ampkit.models.build_model` name, seeded), train it on its synthetic data
     at ``level``/``dtype``, and measure memory (from the tensors), step time and the dtype trace.
 
     ``scaler_factory()`` makes a fresh scaler for the run (e.g. ``lambda: torch.amp.GradScaler("cpu")``).
+    ``num_threads`` sets torch's CPU threads for the run only (restored after): the kit's tiny models are
+    overhead-bound, and on a busy CPU one thread is faster and steadier than several waiting on each other.
 
     >>> r = run_level("mlp", "O2", "bf16", steps=3)
     >>> r.memory.masters == r.memory.weights * 2
     True
     """
+    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+        raise ValueError(f"num_threads must be None or an int >= 1; got {num_threads!r}")
     net = build_model(model, seed=seed, **(model_kw or {}))
     X, y = make_data(model, n_samples, seed=seed)
     mp = apply_level(net, make_optimizer(optimizer, net.parameters(), lr), level, dtype)
     scaler = scaler_factory() if scaler_factory is not None else None
-    hist = train(mp, (X, y), steps=steps, batch_size=batch_size, seed=seed, scaler=scaler, progress=progress,
-                 callback=callback)
+    before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        hist = train(mp, (X, y), steps=steps, batch_size=batch_size, seed=seed, scaler=scaler, progress=progress,
+                     callback=callback)
+    finally:
+        torch.set_num_threads(before)
     trace = trace_dtypes(mp, X[:2])
     return LevelRun(model=model, level=mp.level, dtype=format_name(mp.dtype), history=hist,
                     memory=memory_report(mp), trace=trace, step_time=hist.step_time())

@@ -1,0 +1,220 @@
+"""The O-level picker (notebook 02): slide O0 → O3, pick fp16/bf16, watch dtypes, memory, speed and loss change.
+
+A thin view over :func:`ampkit.train.run_level` (cached per (model, level, dtype) in a
+:class:`ampkit.train.LevelRunCache`), :func:`ampkit.precision.trace_dtypes` and
+:func:`ampkit.precision.memory_report`. The figure (loss vs O0, memory bars vs O0) is built once; each change
+updates its artists and re-renders it to an ``ipywidgets.Image``.
+"""
+from __future__ import annotations
+
+import html
+import io
+import math
+
+import ipywidgets as W
+import matplotlib
+
+matplotlib.use("Agg")  # noqa: E402  (library code never opens windows)
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ampkit.device import autocast_dtypes, device_report  # noqa: E402
+from ampkit.formats import format_name  # noqa: E402
+from ampkit.precision import LEVELS, LayerTrace  # noqa: E402
+from ampkit.train import LevelRun, LevelRunCache  # noqa: E402
+
+__all__ = ["OLevelPicker", "dtype_table_html", "summary_html", "MEMORY_FIELDS"]
+
+#: The memory categories shown as bars (keys of :meth:`ampkit.precision.MemoryReport.as_dict`).
+MEMORY_FIELDS: tuple[str, ...] = ("weights", "grads", "optimizer state", "master weights", "master grads")
+_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+_COLOUR = {"fp32": "#0969da", "bf16": "#8250df", "fp16": "#bf3989"}
+
+
+def dtype_table_html(trace: list[LayerTrace], level: str, dtype: str) -> str:
+    """The per-layer dtype table (layer, type, params, input, output, note) as HTML, dtypes coloured."""
+    def cell(s: str) -> str:
+        colour = _COLOUR.get(s)
+        return f"<td style='color:{colour}'><b>{s}</b></td>" if colour else f"<td>{html.escape(s)}</td>"
+
+    head = "".join(f"<th>{h}</th>" for h in ("layer", "type", "params", "input", "output", "note"))
+    body = []
+    for t in trace:
+        r = t.as_row()
+        body.append(f"<tr><td><code>{html.escape(r['layer'])}</code></td><td>{r['type']}</td>"
+                    f"{cell(r['params'])}{cell(r['input'])}{cell(r['output'])}<td>{html.escape(r['note'])}</td></tr>")
+    return (f"<div class='ampkit-precision-table'><p><b>{level}</b> with {_SHORT.get(dtype, dtype)}: "
+            f"dtypes per layer in one forward pass</p><table>{head}{''.join(body)}</table></div>")
+
+
+def _fmt_bytes(n: int) -> str:
+    return f"{n / 1024:.1f} KiB" if n < 1024**2 else f"{n / 1024**2:.2f} MiB"
+
+
+def summary_html(run: LevelRun, ref: LevelRun) -> str:
+    """One line per measured fact of ``run`` next to the O0 reference ``ref``: step time, memory, final loss."""
+    speed = ref.step_time / run.step_time if run.step_time > 0 else float("nan")
+    mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
+    loss, loss0 = run.history.final_loss(), ref.history.final_loss()
+    verdict = ("<b style='color:#cf222e'>diverged (inf/NaN loss)</b>" if run.history.diverged
+               else f"{loss:.4f} (O0: {loss0:.4f})")
+    parts = [
+        f"<li>step time (median, measured): <b>{run.step_time * 1e3:.2f} ms</b> vs O0 {ref.step_time * 1e3:.2f} ms "
+        f"→ {speed:.2f}x</li>",
+        f"<li>training memory (weights + grads + optimizer state + masters, from the tensors): "
+        f"<b>{_fmt_bytes(mem['total'])}</b> vs O0 {_fmt_bytes(mem0['total'])} "
+        f"(weights {_fmt_bytes(mem['weights'])}, masters {_fmt_bytes(mem['master weights'])})</li>",
+        f"<li>final loss (mean of last 10 steps): {verdict}</li>",
+    ]
+    return (f"<div class='ampkit-precision-summary'><b>{run.level} · {_SHORT.get(run.dtype, run.dtype)}</b> "
+            f"<ul>{''.join(parts)}</ul></div>")
+
+
+class OLevelPicker:
+    """An O-level slider (O0 → O3) and a dtype toggle (the fast dtype here marked ⚡) for one small model:
+    per-layer dtype table, memory bars and loss curve against O0, measured step time.
+
+    Results per (model, level, dtype) are cached; a missing one is computed when selected (``auto_run``) or by
+    the "run all" button, with a progress bar. Training uses ``num_threads`` CPU threads (default 1: the model is
+    tiny, so extra threads mostly add waiting; see :func:`ampkit.train.run_level`). The models train on the CPU,
+    so the dtype marked fast is the one measured fastest on ``device="cpu"``.
+
+    >>> picker = OLevelPicker(steps=5)
+    >>> picker.slider.value = "O2"
+    >>> picker.state.level, picker.rows[1]["params"]
+    ('O2', 'bf16')
+    """
+
+    def __init__(self, model: str = "mlp_ln", steps: int = 60, lr: float = 3e-3, optimizer: str = "adam",
+                 seed: int = 0, level: str = "O0", dtype: str | None = None, auto_run: bool = True,
+                 device: str = "cpu", num_threads: int | None = 1):
+        self.model = model
+        self.auto_run = auto_run
+        self.cache = LevelRunCache(steps=steps, lr=lr, optimizer=optimizer, seed=seed, num_threads=num_threads)
+        rep = device_report(device)
+        supported = autocast_dtypes(device)
+        fast = rep.fast_dtype
+        options = [((_SHORT[format_name(d)] + (" ⚡ fast here" if d == fast else "")), _SHORT[format_name(d)])
+                   for d in supported]
+        default = dtype or (_SHORT[format_name(fast)] if fast is not None else options[0][1])
+        self.slider = W.SelectionSlider(options=list(LEVELS), value=level.upper(), description="O-level",
+                                        continuous_update=False, layout=W.Layout(width="360px"))
+        self.slider.add_class("ampkit-olevel-slider")
+        self.dtype = W.ToggleButtons(options=options, value=default, description="low dtype")
+        self.run_button = W.Button(description="run all missing", icon="play",
+                                   tooltip="train every (level, dtype) not yet cached")
+        self.progress = W.IntProgress(value=0, min=0, max=steps, description="training", bar_style="info")
+        self.status = W.HTML()
+        self.image = W.Image(format="png")
+        self.image.add_class("ampkit-precision-figure")
+        self.summary = W.HTML()
+        self.table = W.HTML()
+        self.state: LevelRun | None = None
+        self.reference: LevelRun | None = None
+        self.rows: list[dict[str, str]] = []
+        self._build_figure()
+        self.slider.observe(self._on_change, names="value")
+        self.dtype.observe(self._on_change, names="value")
+        self.run_button.on_click(self._on_run_all)
+        self._update()
+        self.widget = W.VBox([W.HBox([self.slider, self.dtype]), W.HBox([self.run_button, self.progress, self.status]),
+                              self.image, self.summary, self.table])
+        self.widget.add_class("ampkit-olevel-picker")
+
+    # ----------------------------------------------------------------- figure, built once
+    def _build_figure(self) -> None:
+        self.fig, (self.ax_loss, self.ax_mem) = plt.subplots(1, 2, figsize=(8.4, 2.7), dpi=72,
+                                                             gridspec_kw={"width_ratios": [1.25, 1]})
+        plt.close(self.fig)
+        (self.line_ref,) = self.ax_loss.plot([], [], color="grey", lw=1.2, label="O0 (fp32)")
+        (self.line_run,) = self.ax_loss.plot([], [], color="#8250df", lw=1.5, label="this level")
+        self.ax_loss.set(xlabel="step", ylabel="loss")
+        self.ax_loss.legend(loc="upper right", fontsize=8)
+        self.loss_title = self.ax_loss.set_title("loss vs O0", fontsize=10)
+        self.nan_marker = self.ax_loss.axvline(0, color="#cf222e", ls="--", lw=1, visible=False)
+        x = range(len(MEMORY_FIELDS))
+        self.bars_ref = self.ax_mem.bar([i - 0.2 for i in x], [0] * len(x), width=0.4, color="grey", label="O0")
+        self.bars_run = self.ax_mem.bar([i + 0.2 for i in x], [0] * len(x), width=0.4, color="#8250df",
+                                        label="this level")
+        self.ax_mem.set_xticks(list(x), ["weights", "grads", "optim.\nstate", "master\nweights", "master\ngrads"],
+                               fontsize=8)
+        self.ax_mem.set_ylabel("KiB")
+        self.ax_mem.legend(loc="upper right", fontsize=8)
+        self.mem_title = self.ax_mem.set_title("memory", fontsize=10)
+        self.fig.tight_layout()
+
+    def _render(self) -> None:
+        buf = io.BytesIO()
+        self.fig.savefig(buf, format="png")
+        self.image.value = buf.getvalue()
+
+    # ----------------------------------------------------------------- events
+    def _progress_cb(self, step: int, hist) -> None:
+        self.progress.value = step + 1
+
+    def _get(self, level: str, dtype: str) -> LevelRun | None:
+        if self.cache.has(self.model, level, dtype):
+            return self.cache.get(self.model, level, dtype)
+        if not self.auto_run:
+            return None
+        self.progress.value = 0
+        self.status.value = f"training {level} {dtype}…"
+        run = self.cache.get(self.model, level, dtype, callback=self._progress_cb)
+        self.status.value = ""
+        return run
+
+    def _on_change(self, change: dict) -> None:
+        self._update()
+
+    def _on_run_all(self, _button=None) -> None:
+        """Compute every (level, dtype) not yet cached, so that toggling is instant afterwards."""
+        auto, self.auto_run = self.auto_run, True
+        try:
+            for dt in [v for _, v in self.dtype.options]:
+                for lv in LEVELS:
+                    if not self.cache.has(self.model, lv, dt):
+                        self._get(lv, dt)
+        finally:
+            self.auto_run = auto
+        self.status.value = f"all {len(self.cache)} runs cached"
+        self._update()
+
+    def _update(self) -> None:
+        level, dtype = self.slider.value, self.dtype.value
+        ref = self._get("O0", dtype)
+        run = self._get(level, dtype)
+        if run is None or ref is None:
+            self.status.value = f"{level} {dtype} not computed yet: press “run all missing”"
+            return
+        self.state, self.reference = run, ref
+        self.rows = [t.as_row() for t in run.trace]
+        self.table.value = dtype_table_html(run.trace, run.level, run.dtype)
+        self.summary.value = summary_html(run, ref)
+        # loss curves
+        ys = [v if math.isfinite(v) else float("nan") for v in run.history.losses]
+        self.line_ref.set_data(range(len(ref.history.losses)), ref.history.losses)
+        self.line_run.set_data(range(len(ys)), ys)
+        self.line_run.set_label(f"{run.level} {_SHORT.get(run.dtype, run.dtype)}")
+        self.ax_loss.legend(loc="upper right", fontsize=8)
+        finite = [v for v in ys + ref.history.losses if math.isfinite(v)]
+        self.ax_loss.set_xlim(0, max(len(ys), len(ref.history.losses)) - 1 or 1)
+        self.ax_loss.set_ylim(0, max(finite) * 1.05 if finite else 1)
+        bad = next((i for i, v in enumerate(run.history.losses) if not math.isfinite(v)), None)
+        self.nan_marker.set_visible(bad is not None)
+        if bad is not None:
+            self.nan_marker.set_xdata([bad, bad])
+        self.loss_title.set_text("loss vs O0" + (f" — NaN from step {bad}" if bad is not None else ""))
+        # memory bars
+        mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
+        for bar, key in zip(self.bars_ref, MEMORY_FIELDS):
+            bar.set_height(mem0[key] / 1024)
+        for bar, key in zip(self.bars_run, MEMORY_FIELDS):
+            bar.set_height(mem[key] / 1024)
+        top = max(max(mem0[k] for k in MEMORY_FIELDS), max(mem[k] for k in MEMORY_FIELDS)) / 1024
+        self.ax_mem.set_ylim(0, top * 1.15)
+        self.mem_title.set_text(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}")
+        self._render()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
