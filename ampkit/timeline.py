@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 __all__ = ["MODES", "LANES", "SimParams", "Event", "Timeline", "simulate", "simulate_all", "check_mode",
-           "GPU_LIKE", "CPU_LIKE"]
+           "GPU_LIKE", "CPU_LIKE", "KIND_COLOURS", "gantt_bars", "Summary", "summarise"]
 
 #: The four modes, from no sinking to all three sinks.
 MODES = ("none", "data", "data+graph", "data+graph+loop")
@@ -259,3 +259,98 @@ GPU_LIKE = SimParams(prep=200e-6, copy=40e-6, n_ops=60, launch=6e-6, op=4e-6, sy
                      graph_launch=15e-6, depth=2, sink_size=4, async_device=True)
 #: Illustrative CPU-like costs: the host runs the ops itself (no asynchronous device), syncs are nearly free.
 CPU_LIKE = replace(GPU_LIKE, copy=5e-6, sync=1e-6, async_device=False)
+
+
+#: Colours of the event kinds in the Gantt chart.
+KIND_COLOURS = {"prep": "#8c6bb1", "copy": "#fdae61", "launch": "#4575b4", "compute": "#1a9850",
+                "wait": "#e0e0e0", "sync": "#d73027", "callback": "#f46d43"}
+
+
+def gantt_bars(timeline: Timeline, max_bars: int = 3000) -> list[Event]:
+    """The timeline's events, merged for drawing: touching bars of the same kind on a lane become one; if more
+    than ``max_bars`` remain, neighbours closer than one pixel-ish (total / ``max_bars``) merge into a block
+    labelled with the kind that fills most of it.
+
+    >>> tl = simulate("data+graph+loop", SimParams(n_ops=3, launch=1.0, op=1.0, sink_size=2), steps=2)
+    >>> [(e.lane, e.kind, e.start, e.end) for e in gantt_bars(tl) if e.lane == "device"]
+    [('device', 'compute', 1.0, 7.0)]
+    """
+    if not isinstance(max_bars, int) or max_bars < 1:
+        raise ValueError(f"max_bars must be an integer >= 1; got {max_bars!r}")
+    out: list[Event] = []
+    for lane in LANES:
+        evs = sorted(timeline.lane_events(lane), key=lambda e: e.start)
+        merged: list[Event] = []
+        for e in evs:
+            last = merged[-1] if merged else None
+            if last is not None and last.kind == e.kind and e.start - last.end <= 1e-12 * max(1.0, e.end):
+                merged[-1] = Event(lane, e.kind, last.start, e.end, last.step)
+            else:
+                merged.append(e)
+        out.extend(merged)
+    if len(out) <= max_bars:
+        return out
+    res = (timeline.total or 1.0) * len(LANES) / max_bars
+    coarse: list[Event] = []
+    for lane in LANES:
+        block: list[Event] = []
+        for e in (x for x in out if x.lane == lane):
+            if e.duration >= res:            # wide enough to see: keep it as it is
+                if block:
+                    coarse.append(_block(block))
+                    block = []
+                coarse.append(e)
+                continue
+            if block and (e.start - block[-1].end > res or e.end - block[0].start > res):
+                coarse.append(_block(block))
+                block = []
+            block.append(e)
+        if block:
+            coarse.append(_block(block))
+    return coarse
+
+
+def _block(events: list[Event]) -> Event:
+    time_by_kind: dict[str, float] = {}
+    for e in events:
+        time_by_kind[e.kind] = time_by_kind.get(e.kind, 0.0) + e.duration
+    kind = max(time_by_kind, key=time_by_kind.get)
+    return Event(events[0].lane, kind, events[0].start, events[-1].end, events[0].step)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The numbers the sink-timeline widget shows for one simulated mode."""
+
+    mode: str
+    step_time: float
+    steps_per_s: float
+    utilisation: float
+    syncs_per_step: float
+    speedup: float          # step time of "none" divided by this mode's
+
+    def html(self) -> str:
+        return (f"<table class='ampkit-sink-summary'><tr><th>mode</th><th>step time</th><th>steps/s</th>"
+                f"<th>device busy</th><th>syncs/step</th><th>vs no sinking</th></tr>"
+                f"<tr><td><code>{self.mode}</code></td><td class='ampkit-sink-step'>{self.step_time * 1e6:.1f} µs</td>"
+                f"<td class='ampkit-sink-rate'>{self.steps_per_s:,.0f}</td>"
+                f"<td class='ampkit-sink-util'>{self.utilisation:.0%}</td>"
+                f"<td class='ampkit-sink-syncs'>{self.syncs_per_step:.3g}</td>"
+                f"<td class='ampkit-sink-speedup'>{self.speedup:.2f}x</td></tr></table>")
+
+
+def summarise(mode: str, params: SimParams, steps: int | None = None) -> tuple[Timeline, Summary]:
+    """Simulate ``mode`` (and ``"none"`` for the speed-up) over ``steps`` steps (default: enough for two sinks,
+    at least 8) and return the timeline with its :class:`Summary`.
+
+    >>> tl, s = summarise("data", SimParams(prep=1.0, n_ops=2, op=1.0), steps=4)
+    >>> s.step_time, round(s.speedup, 3), s.syncs_per_step   # 1 + 4 * 2 = 9 vs 4 * 3 = 12
+    (2.25, 1.333, 1.0)
+    """
+    check_mode(mode)
+    if steps is None:
+        steps = max(8, 2 * params.sink_size)
+    tl = simulate(mode, params, steps)
+    base = tl if mode == "none" else simulate("none", params, steps)
+    return tl, Summary(mode, tl.step_time, tl.steps_per_s, tl.utilisation, tl.syncs / steps,
+                       base.total / tl.total if tl.total > 0 else float("inf"))

@@ -167,3 +167,43 @@ def test_bad_mode_and_steps():
 
 def test_event_duration():
     assert Event("host", "prep", 1.0, 3.5, 0).duration == 2.5
+
+
+# ----------------------------------------------------------------------------------------------- drawing helpers
+from ampkit.timeline import gantt_bars, summarise  # noqa: E402
+
+
+def test_gantt_bars_merge_touching_bars_of_a_kind():
+    p = SimParams(n_ops=3, launch=1.0, op=1.0, sink_size=2)
+    tl = simulate("data+graph+loop", p, steps=2)
+    bars = gantt_bars(tl)
+    # the two graph launches touch ([0,1], [1,2]) and so do the two graph computes ([1,4], [4,7])
+    assert [(e.lane, e.kind, e.start, e.end) for e in bars] == [
+        ("host", "launch", 0.0, 2.0), ("host", "wait", 2.0, 7.0), ("device", "compute", 1.0, 7.0)]
+
+
+def test_gantt_bars_cap_keeps_coverage_and_wide_bars():
+    p = SimParams(prep=50.0, n_ops=200, launch=1.0, op=0.5, async_device=False)
+    tl = simulate("none", p, steps=8)
+    bars = gantt_bars(tl, max_bars=300)
+    assert len(bars) <= 300 < len(tl.events)
+    for lane in ("host", "device"):
+        orig = sorted(tl.lane_events(lane), key=lambda e: e.start)
+        lane_bars = [b for b in bars if b.lane == lane]
+        assert lane_bars[0].start == orig[0].start and lane_bars[-1].end == orig[-1].end
+    preps = [b for b in bars if b.kind == "prep"]
+    assert len(preps) == 8 and all(b.duration == 50.0 for b in preps)   # wide bars survive untouched
+    with pytest.raises(ValueError, match="max_bars must be an integer >= 1"):
+        gantt_bars(tl, max_bars=0)
+
+
+def test_summarise_by_hand():
+    p = SimParams(prep=1.0, n_ops=2, op=1.0, sink_size=3)
+    tl, s = summarise("data", p, steps=4)
+    assert s.step_time == pytest.approx(9 / 4) and s.speedup == pytest.approx(12 / 9)
+    assert s.steps_per_s == pytest.approx(4 / 9) and s.utilisation == pytest.approx(8 / 9)
+    tl, s = summarise("data+graph+loop", p)
+    assert tl.steps == 8 and s.syncs_per_step == pytest.approx(3 / 8)      # default: max(8, 2 * sink_size)
+    assert "ampkit-sink-step" in s.html() and f"{s.speedup:.2f}x" in s.html()
+    with pytest.raises(ValueError, match="mode must be one of"):
+        summarise("loop", p)

@@ -1,0 +1,100 @@
+"""Headless tests of the sink-timeline widget: every control moves the state, the figure is built once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ampkit.sinking import Calibration
+from ampkit.timeline import GPU_LIKE, MODES, SimParams, summarise
+from ampkit.widgets.sinking import SinkTimeline
+
+
+@pytest.fixture(scope="module")
+def w():
+    return SinkTimeline()
+
+
+def test_initial_state_matches_the_pure_function(w):
+    _, expected = summarise("none", w.params)
+    assert w.summary == expected
+    assert w.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "ampkit-sink-step" in w.readout.value and f"{expected.step_time * 1e6:.1f} µs" in w.readout.value
+
+
+def test_sink_size_changes_the_chart_in_loop_mode(w):
+    w.mode.value = "data+graph+loop"
+    w.sink_size.value = 2
+    before_img, before = w.image.value, w.summary
+    fig, coll = w.fig, w.collection
+    w.sink_size.value = 16
+    assert w.summary.syncs_per_step == pytest.approx(2 / 32)      # 32 steps shown, a sync after every 16
+    assert before.syncs_per_step == pytest.approx(4 / 8)
+    assert w.summary.step_time < before.step_time
+    assert w.image.value != before_img
+    assert w.fig is fig and w.collection is coll                    # same figure, artists updated
+    assert len(w.collection.get_paths()) == len(w.bars)
+
+
+def test_each_control_reaches_the_params(w):
+    w.prep.value = 100.0
+    w.launch.value = 10.0
+    w.n_ops.value = 40
+    w.op.value = 2.0
+    w.async_device.value = False
+    p = w.params
+    assert p.prep == pytest.approx(100e-6) and p.launch == pytest.approx(10e-6) and p.n_ops == 40
+    assert p.op == pytest.approx(2e-6) and p.async_device is False
+    for mode in MODES:
+        w.mode.value = mode
+        _, expected = summarise(mode, p)
+        assert w.summary == expected and mode in w.readout.value
+    assert w.title.get_text().startswith("data+graph+loop")
+
+
+def test_sweep_every_control_over_its_range():
+    w = SinkTimeline()
+    for slider in (w.sink_size, w.n_ops):
+        for v in np.linspace(slider.min, slider.max, 5).astype(int):
+            slider.value = int(v)
+            assert w.summary.step_time > 0
+    for slider in (w.prep, w.launch, w.op):
+        for e in np.linspace(slider.min, slider.max, 5):
+            slider.value = float(slider.base ** e)
+            assert w.summary.step_time > 0 and 0 <= w.summary.utilisation <= 1
+    for mode in MODES:
+        for flag in (True, False):
+            w.mode.value, w.async_device.value = mode, flag
+            assert w.summary.mode == mode and w.params.async_device is flag
+    assert len(w.bars) <= 1500
+
+
+def test_graph_sink_beats_eager_when_launches_dominate():
+    w = SinkTimeline(GPU_LIKE)
+    w.launch.value, w.op.value, w.n_ops.value = 20.0, 1.0, 100
+    w.mode.value = "data"
+    eager = w.summary.step_time
+    w.mode.value = "data+graph"
+    assert w.summary.step_time < eager / 5
+
+
+def test_measure_button_fills_the_sliders_from_a_calibration():
+    cal = Calibration("cpu", launch=2e-6, op=3e-6, n_ops=57, sync=1e-6, callback=1e-6, copy=0.0, prep=4e-4,
+                      eager_step=3e-4, graph_step=1.5e-4, compile_seconds=2.0, graph_message="", async_device=False)
+    w = SinkTimeline(calibrate_fn=lambda: cal)
+    redraws = w.redraws
+    w.measure_button.click()
+    assert w.calibration is cal
+    assert w.prep.value == pytest.approx(400.0) and w.launch.value == pytest.approx(2.0)
+    assert w.n_ops.value == 57 and w.op.value == pytest.approx(3.0) and w.async_device.value is False
+    assert w.redraws == redraws + 1                                # one redraw, not one per slider
+    assert "measured on cpu" in w.status.value
+    assert w.params == SimParams(prep=4e-4, n_ops=57, launch=2e-6, op=3e-6, sync=1e-6, callback=1e-6,
+                                 graph_launch=2e-6, graph_compute=None, depth=2, sink_size=w.sink_size.value,
+                                 async_device=False)
+
+
+def test_measure_with_the_real_calibration():
+    w = SinkTimeline()
+    w.measure()            # default: ampkit.sinking.calibrate(compile=False) on this machine
+    assert w.calibration.n_ops == w.n_ops.value and w.calibration.device == "cpu"
+    assert w.summary.step_time > 0
