@@ -61,6 +61,7 @@ __all__ = [
     "log2_histogram",
     "ScaleReport",
     "scale_report",
+    "scale_sweep",
     "safe_window",
     "Replay",
     "replay",
@@ -690,8 +691,20 @@ def scale_report(values: torch.Tensor, log2_scale: int, fmt: str | torch.dtype =
                        c.overflow / live, c)
 
 
+def scale_sweep(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 32
+                ) -> dict[int, ScaleReport]:
+    """:func:`scale_report` for every integer log2(scale) in ``[lo, hi]`` (what the visual scaler's slider spans).
+
+    >>> sorted(scale_sweep(torch.tensor([1e-3]), "fp16", 0, 2))
+    [0, 1, 2]
+    """
+    if not (isinstance(lo, int) and isinstance(hi, int) and lo <= hi):
+        raise ValueError(f"lo and hi must be ints with lo <= hi; got {lo!r}, {hi!r}")
+    return {k: scale_report(values, k, fmt) for k in range(lo, hi + 1)}
+
+
 def safe_window(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 32,
-                max_flushed: float = 0.001) -> tuple[int, int] | None:
+                max_flushed: float = 0.001, *, sweep: dict[int, ScaleReport] | None = None) -> tuple[int, int] | None:
     """The range ``(a, b)`` of log2(scale) in ``[lo, hi]`` where nothing overflows and at most ``max_flushed``
     of the nonzero gradients flush to zero; ``None`` when no scale in range is safe.
 
@@ -700,8 +713,8 @@ def safe_window(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int =
     """
     if not 0 <= max_flushed < 1:
         raise ValueError(f"max_flushed must be in [0, 1); got {max_flushed!r}")
-    ok = [k for k in range(lo, hi + 1)
-          if (r := scale_report(values, k, fmt)).overflow == 0 and r.flushed <= max_flushed]
+    reports = scale_sweep(values, fmt, lo, hi) if sweep is None else sweep   # ``sweep``: reuse a scale_sweep
+    ok = [k for k, r in reports.items() if r.overflow == 0 and r.flushed <= max_flushed]
     if not ok:
         return None
     return ok[0], ok[-1]   # the conditions are monotone in k: the safe scales form one interval

@@ -1,0 +1,247 @@
+"""Notebook 03's widgets: the visual loss scaler and the dynamic-scaler replay.
+
+Thin views over :mod:`ampkit.scaling` (``scale_report``, ``safe_window``, ``log2_histogram``, ``replay``) and
+:func:`ampkit.formats.range_bands`. Each builds its matplotlib figure once, updates artists on a change and
+shows the figure as PNG bytes in an ``ipywidgets.Image``; rendered images are cached by their inputs.
+"""
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+import ipywidgets as W
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from ampkit.formats import format_name, info, range_bands  # noqa: E402
+from ampkit.scaling import Replay, ScaleReport, log2_histogram, replay, safe_window, scale_sweep  # noqa: E402
+
+__all__ = ["VisualLossScaler", "ScalerReplay", "scaler_readout_html", "replay_readout_html", "DTYPE_CHOICES"]
+
+#: The formats the visual scaler offers (label, canonical name).
+DTYPE_CHOICES: tuple[tuple[str, str], ...] = (("fp16", "float16"), ("bf16", "bfloat16"),
+                                              ("fp8 e4m3", "float8_e4m3fn"), ("fp8 e5m2", "float8_e5m2"))
+_BAND_COLOURS = {"flushed": "#cf222e", "subnormal": "#d4a72c", "normal": "#2da44e", "overflow": "#8250df"}
+_XLIM = (-72, 40)
+
+
+def _blit_png(fig, background, artists) -> bytes:
+    """Restore a cached background (axes, ticks, static artists), draw only the moving ``artists`` on it, encode."""
+    canvas = fig.canvas
+    canvas.restore_region(background)
+    renderer = canvas.get_renderer()
+    for a in artists:
+        a.draw(renderer)
+    return _encode(fig)
+
+
+def _background(fig, moving) -> object:
+    """Draw the figure without the ``moving`` artists and keep the pixels (the blitting background)."""
+    for a in moving:
+        a.set_visible(False)
+    fig.canvas.draw()
+    for a in moving:
+        a.set_visible(True)
+    return fig.canvas.copy_from_bbox(fig.bbox)
+
+
+def _encode(fig) -> bytes:
+    """The canvas pixels as PNG bytes (fast zlib level: latency over size)."""
+    from PIL import Image as PILImage  # matplotlib depends on Pillow
+
+    buf = io.BytesIO()
+    PILImage.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1
+                        ).save(buf, format="png", compress_level=1)
+    return buf.getvalue()
+
+
+def _pct(x: float) -> str:
+    return "0 %" if x == 0 else ("< 0.01 %" if x < 1e-4 else f"{100 * x:.2f} %")
+
+
+def scaler_readout_html(report: ScaleReport, window: tuple[int, int] | None) -> str:
+    """The visual scaler's readout: % flushed / subnormal / overflow at this scale, and the safe window."""
+    win = ("none in range — no power-of-two scale keeps every gradient" if window is None
+           else f"2<sup>{window[0]}</sup> … 2<sup>{window[1]}</sup>")
+    return (f"<div class='ampkit-scale-readout'><b>scale 2<sup>{report.log2_scale}</sup> in {report.fmt}</b>: "
+            f"<span class='ampkit-flushed' style='color:{_BAND_COLOURS['flushed']}'>flushed to zero "
+            f"{_pct(report.flushed)}</span> · <span class='ampkit-subnormal'>subnormal {_pct(report.subnormal)}</span>"
+            f" · <span class='ampkit-overflow' style='color:{_BAND_COLOURS['overflow']}'>overflow "
+            f"{_pct(report.overflow)}</span> <small>(of the nonzero gradient values)</small><br>"
+            f"safe window (no overflow, ≤ 0.1 % flushed): <span class='ampkit-window'>{win}</span></div>")
+
+
+class VisualLossScaler:
+    """Gradient magnitudes (log2 histogram) over a format's bands; a log2(scale) slider shifts them live.
+
+    ``values``: gradient values captured in fp32 (e.g. :func:`ampkit.scaling.capture_gradients`).
+
+    >>> v = VisualLossScaler(torch.tensor([2.0**-30, 2.0**-20, 1e-3]), log2_scale=0)
+    >>> round(v.state.flushed, 3), v.window
+    (0.333, (6, 25))
+    """
+
+    def __init__(self, values: torch.Tensor, fmt: str = "float16", log2_scale: int = 0):
+        if not isinstance(values, torch.Tensor) or values.numel() == 0:
+            raise TypeError("values must be a non-empty tensor of gradient values (see capture_gradients)")
+        self.values = values.detach().reshape(-1).float()
+        self.slider = W.IntSlider(value=log2_scale, min=-8, max=32, step=1, description="log2(scale)",
+                                  continuous_update=True, layout=W.Layout(width="520px"))
+        self.dtype = W.ToggleButtons(options=list(DTYPE_CHOICES), value=format_name(fmt), description="format")
+        self.readout = W.HTML()
+        self.readout.add_class("ampkit-scale-readout-box")
+        self.image = W.Image(format="png")
+        self.image.add_class("ampkit-scale-plot")
+        self._edges, self._frac = log2_histogram(self.values, lo=_XLIM[0] - 40, hi=_XLIM[1], bins_per_octave=1)
+        self._windows: dict[str, tuple[int, int] | None] = {}
+        self._reports: dict[tuple[str, int], ScaleReport] = {}
+        self._pngs: dict[tuple[str, int], bytes] = {}
+        self._backgrounds: dict[str, object] = {}
+        self._build_figure()
+        self.state: ScaleReport
+        self.window: tuple[int, int] | None
+        self.slider.observe(self._on_change, names="value")
+        self.dtype.observe(self._on_change, names="value")
+        self._update()
+        self.widget = W.VBox([self.dtype, self.slider, self.readout, self.image])
+
+    def _build_figure(self) -> None:
+        self.fig = Figure(figsize=(7.0, 2.6), dpi=72)
+        FigureCanvasAgg(self.fig)
+        self.ax = self.fig.add_subplot()
+        self._bands = {}
+        for name, colour in _BAND_COLOURS.items():
+            rect = Rectangle((0, 0), 0, 1, color=colour, alpha=0.15, lw=0, label=name,
+                             transform=self.ax.get_xaxis_transform())
+            self.ax.add_patch(rect)
+            self._bands[name] = rect
+        self._stairs = self.ax.stairs(self._frac.numpy(), self._edges.numpy(), fill=True, color="#0969da",
+                                      alpha=0.8, label="gradients × scale")
+        self.ax.set_xlim(*_XLIM)
+        self.ax.set_ylim(0, max(0.05, float(self._frac.max()) * 1.15))
+        self.ax.set_xlabel("log2 |gradient × scale|")
+        self.ax.set_ylabel("fraction")
+        self.ax.legend(loc="upper right", fontsize=7, ncol=1)
+        self.fig.tight_layout(rect=(0, 0, 1, 0.9))
+        # a figure-level title at a fixed place (an axes title would be re-positioned by each full draw)
+        self._title = self.fig.text(0.5, 0.97, "", ha="center", va="top", fontsize=10)
+
+    def _on_change(self, change: dict) -> None:
+        self._update()
+
+    def _update(self) -> None:
+        fmt, k = self.dtype.value, int(self.slider.value)
+        key = (fmt, k)
+        if fmt not in self._windows:   # every slider position of this format, computed once
+            sweep = scale_sweep(self.values, fmt, self.slider.min, self.slider.max)
+            self._reports.update({(fmt, j): r for j, r in sweep.items()})
+            self._windows[fmt] = safe_window(self.values, fmt, sweep=sweep)
+        self.state, self.window = self._reports[key], self._windows[fmt]
+        self.readout.value = scaler_readout_html(self.state, self.window)
+        b = range_bands(fmt, lo=_XLIM[0], hi=_XLIM[1])
+        for name, (lo, hi) in (("flushed", b.flush), ("subnormal", b.subnormal), ("normal", b.normal),
+                               ("overflow", b.overflow)):
+            self._bands[name].set_x(lo)
+            self._bands[name].set_width(max(0.0, hi - lo))
+        self._stairs.set_data(self._frac.numpy(), (self._edges + k).numpy())
+        self._title.set_text(f"{fmt}: gradients × 2^{k} — flushed {_pct(self.state.flushed)}, "
+                             f"overflow {_pct(self.state.overflow)}")
+        if key not in self._pngs:      # the artists always follow the state; only the PNG is cached
+            if fmt not in self._backgrounds:   # axes + this format's bands, drawn once per format
+                self._backgrounds[fmt] = _background(self.fig, (self._stairs, self._title))
+            self._pngs[key] = _blit_png(self.fig, self._backgrounds[fmt], (self._stairs, self._title))
+        self.image.value = self._pngs[key]
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def replay_readout_html(r: Replay) -> str:
+    """The replay's readout: skipped steps and final scale."""
+    final = "0" if r.final_scale == 0 else f"2<sup>{math.log2(r.final_scale):.1f}</sup>"
+    return (f"<div class='ampkit-replay-readout'>skipped steps (overflow): <b class='ampkit-skipped'>{r.skipped}</b>"
+            f" of {len(r.scales)} · final scale {final}</div>")
+
+
+class ScalerReplay:
+    """A dynamic scaler replayed over a run's recorded gradient maxima; sliders for its settings.
+
+    >>> rp = ScalerReplay([1e-6] * 50, growth_interval=5)
+    >>> rp.state.skipped
+    0
+    """
+
+    def __init__(self, grad_max: Sequence[float], fmt: str = "float16", init_log2: int = 16,
+                 growth_interval: int = 20, backoff: float = 0.5, hysteresis: int = 1):
+        self.grad_max = [float(g) for g in grad_max]
+        if not self.grad_max:
+            raise ValueError("grad_max must hold one gradient magnitude per step (e.g. TaskRun.grad_max)")
+        self.fmt = format_name(fmt)
+        self.init = W.IntSlider(value=init_log2, min=0, max=48, description="log2(init)", continuous_update=True)
+        self.interval = W.IntSlider(value=growth_interval, min=1, max=500, description="growth every",
+                                    continuous_update=True)
+        self.backoff = W.FloatSlider(value=backoff, min=0.1, max=0.9, step=0.05, description="backoff",
+                                     continuous_update=True)
+        self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description="hysteresis", continuous_update=True)
+        self.readout = W.HTML()
+        self.image = W.Image(format="png")
+        self.image.add_class("ampkit-replay-plot")
+        self._pngs: dict[tuple, bytes] = {}
+        self._bg = None
+        self._build_figure()
+        self.state: Replay
+        for s in (self.init, self.interval, self.backoff, self.hysteresis):
+            s.observe(self._on_change, names="value")
+        self._update()
+        self.widget = W.VBox([W.HBox([self.init, self.interval]), W.HBox([self.backoff, self.hysteresis]),
+                              self.readout, self.image])
+
+    def _build_figure(self) -> None:
+        limit = info(self.fmt).overflow_threshold
+        steps = list(range(len(self.grad_max)))
+        ceiling = [math.log2(limit / g) if g > 0 else float("nan") for g in self.grad_max]
+        self.fig = Figure(figsize=(7.0, 2.6), dpi=72)
+        FigureCanvasAgg(self.fig)
+        self.ax = self.fig.add_subplot()
+        self.ax.plot(steps, ceiling, color="#8250df", lw=1, ls="--", label="overflow above this")
+        (self._line,) = self.ax.step(steps, [0.0] * len(steps), where="post", color="#0969da", label="log2(scale)")
+        self._marks = self.ax.scatter([], [], marker="x", color="#cf222e", zorder=3, label="overflow: step skipped")
+        self.ax.set_xlabel("step")
+        self.ax.set_ylabel("log2(scale)")
+        self.ax.set_xlim(0, len(steps))
+        self.ax.set_ylim(-2, 64)
+        self.ax.legend(loc="lower right", fontsize=7)
+        self.fig.tight_layout()
+
+    def _on_change(self, change: dict) -> None:
+        self._update()
+
+    def _update(self) -> None:
+        key = (self.init.value, self.interval.value, round(self.backoff.value, 4), self.hysteresis.value)
+        self.state = replay(self.grad_max, self.fmt, init_scale=2.0 ** key[0], growth_interval=key[1],
+                            backoff_factor=key[2], hysteresis=key[3])
+        self.readout.value = replay_readout_html(self.state)
+        ys = [math.log2(s) if s > 0 else -2.0 for s in self.state.scales]
+        self._line.set_ydata(ys)
+        self._marks.set_offsets([[i, y] for i, (y, o) in enumerate(zip(ys, self.state.overflow)) if o] or
+                                torch.empty(0, 2).numpy())
+        if key not in self._pngs:      # the artists always follow the state; only the PNG is cached
+            if len(self._pngs) >= 256:   # bounded cache: drop the oldest image
+                self._pngs.pop(next(iter(self._pngs)))
+            if self._bg is None:
+                self._bg = _background(self.fig, (self._line, self._marks))
+            self._pngs[key] = _blit_png(self.fig, self._bg, (self._line, self._marks))
+        self.image.value = self._pngs[key]
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)

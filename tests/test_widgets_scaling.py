@@ -1,0 +1,109 @@
+"""Headless tests of notebook 03's widgets: every control swept, what is shown equals what ampkit.scaling computes."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from ampkit.formats import range_bands
+from ampkit.scaling import capture_gradients, replay, safe_window, scale_report, underflow_task
+from ampkit.widgets.scaling import DTYPE_CHOICES, ScalerReplay, VisualLossScaler
+
+
+@pytest.fixture(scope="module")
+def real_grads() -> torch.Tensor:
+    task = underflow_task()
+    return capture_gradients(task.model(), task.X[:128], task.y[:128], loss_weight=task.loss_weight)
+
+
+def _pct_in(html: str, label: str) -> str:
+    m = re.search(label + r" ([<\d.\s]+%)", html)
+    assert m, html
+    return m.group(1)
+
+
+def test_visual_scaler_full_sweep_every_dtype(real_grads):
+    v = VisualLossScaler(real_grads)
+    fig, n_patches, stairs = v.fig, len(v.ax.patches), v._stairs
+    images = set()
+    for _, fmt in DTYPE_CHOICES:
+        v.dtype.value = fmt
+        b = range_bands(fmt, lo=-72, hi=40)
+        assert v._bands["subnormal"].get_x() == b.subnormal[0]
+        assert v._bands["overflow"].get_x() == b.overflow[0]
+        assert v.window == safe_window(real_grads, fmt, lo=-8, hi=32)
+        for k in range(v.slider.min, v.slider.max + 1):
+            v.slider.value = k
+            ref = scale_report(real_grads, k, fmt)
+            assert v.state == ref
+            assert abs(ref.flushed + ref.subnormal + ref.normal + ref.overflow - 1) < 1e-9
+            assert f"2<sup>{k}</sup> in {fmt}" in v.readout.value
+            assert v.image.value[:4] == b"\x89PNG"
+            images.add(v.image.value)
+    assert v.fig is fig and v._stairs is stairs and len(v.ax.patches) == n_patches   # built once
+    assert len(images) > 100
+
+
+def test_visual_scaler_readout_on_known_values():
+    vals = torch.tensor([2.0**-30, 2.0**-20, 2.0**-10])
+    v = VisualLossScaler(vals, log2_scale=0)
+    assert _pct_in(v.readout.value, "flushed to zero") == "33.33 %"       # 2**-30 < 2**-25: gone in fp16
+    assert _pct_in(v.readout.value, "subnormal") == "33.33 %"             # 2**-20: subnormal
+    v.slider.value = 6                                                     # 2**-24: the smallest subnormal
+    assert v.state.flushed == 0 and v.state.overflow == 0
+    v.slider.value = 26                                                    # 2**16 = 65536 > 65504
+    assert _pct_in(v.readout.value, "overflow") == "33.33 %"
+    assert v.window == (6, 25)
+    assert "2<sup>6</sup> … 2<sup>25</sup>" in v.readout.value
+    v.dtype.value = "bfloat16"
+    assert v.state.overflow == 0 and v.state.flushed == 0 and v.window == (-8, 32)   # bf16: any scale is safe
+    v.dtype.value = "float8_e4m3fn"
+    assert v.window is None and "none in range" in v.readout.value        # 2**20 of range is too little
+
+
+def test_visual_scaler_bad_input():
+    with pytest.raises(TypeError, match="gradient values"):
+        VisualLossScaler(torch.tensor([]))
+    with pytest.raises(ValueError, match="supported formats"):
+        VisualLossScaler(torch.ones(3), fmt="fp17")
+
+
+def test_replay_widget_full_sweeps(real_grads):
+    task = underflow_task()
+    gmax = [1e-6 * (1 + 0.5 * ((i * 7) % 5)) for i in range(120)]
+    rp = ScalerReplay(gmax)
+    fig, line = rp.fig, rp._line
+    controls = [(rp.init, list(range(rp.init.min, rp.init.max + 1))),
+                (rp.interval, list(range(rp.interval.min, rp.interval.max + 1, 7)) + [rp.interval.max]),
+                (rp.backoff, [round(rp.backoff.min + 0.05 * i, 2) for i in range(17)]),
+                (rp.hysteresis, list(range(rp.hysteresis.min, rp.hysteresis.max + 1)))]
+    for slider, values in controls:
+        for val in values:
+            slider.value = val
+            ref = replay(gmax, "fp16", init_scale=2.0 ** rp.init.value, growth_interval=rp.interval.value,
+                         backoff_factor=round(rp.backoff.value, 4), hysteresis=rp.hysteresis.value)
+            assert rp.state == ref
+            assert f"<b class='ampkit-skipped'>{ref.skipped}</b> of 120" in rp.readout.value
+            ys = list(line.get_ydata())
+            assert len(ys) == 120 and ys[0] == rp.init.value
+            assert len(rp._marks.get_offsets()) == ref.skipped
+    assert rp.fig is fig and rp._line is line
+    assert task.loss_weight > 0
+
+
+def test_replay_overflows_exactly_at_the_fp16_limit():
+    # grad max 2**-20: scale * g overflows fp16 once scale >= 65520 * 2**20 ~ 2**36
+    rp = ScalerReplay([2.0**-20] * 60, init_log2=30, growth_interval=1)
+    r = rp.state
+    assert [s for s, o in zip(r.scales, r.overflow) if o][0] == 2.0**36
+    assert all((s * 2.0**-20 >= 65520) == o for s, o in zip(r.scales, r.overflow))
+    rp.hysteresis.value = 3
+    assert rp.state.skipped > r.skipped            # with hysteresis the scale lingers above the limit longer
+
+
+def test_replay_bad_input():
+    with pytest.raises(ValueError, match="one gradient magnitude per step"):
+        ScalerReplay([])
+    with pytest.raises(ValueError, match="finite"):
+        replay([1.0, float("nan")])
