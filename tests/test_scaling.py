@@ -521,3 +521,77 @@ def test_history_fractions_track_the_scaled_gradients():
         assert fr.zero == pytest.approx(0.25)
         ref = formats.classify(c * scale, torch.float16)
         assert fr == ref
+
+
+# --- with ampkit.precision's O1 and O2 -------------------------------------------------------------------------------
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_parity_with_torch_under_o1_and_o2_fp16(level):
+    from ampkit.models import MLP
+    from ampkit.precision import apply_level
+
+    runs = []
+    for make in (lambda: DynamicLossScaler(init_scale=2.0**20, growth_interval=3),
+                 lambda: torch.amp.GradScaler("cpu", init_scale=2.0**20, growth_interval=3)):
+        torch.manual_seed(0)
+        model = MLP(8, 16, 3, depth=2)
+        mp = apply_level(model, torch.optim.Adam(model.parameters(), lr=1e-2), level, "fp16")
+        scaler = make()
+        g = torch.Generator().manual_seed(1)
+        scales, skipped = [], []
+        for i in range(12):
+            x = torch.randn(16, 8, generator=g) * (1e4 if i == 4 else 1.0)   # step 4 overflows fp16
+            mp.zero_grad()
+            loss = torch.nn.functional.cross_entropy(mp.forward(x), torch.randint(0, 3, (16,), generator=g))
+            mp.backward(loss, scaler)
+            if level == "O2":   # the scaler acts on fp32 master grads
+                assert all(p.grad.dtype == torch.float32 for grp in mp.optimizer.param_groups for p in grp["params"])
+            mp.step(scaler)
+            scales.append(scaler.get_scale())
+            skipped.append(mp.last_step_skipped())
+        runs.append((scales, skipped, [p.detach().clone() for p in model.parameters()]))
+    (s1, k1, p1), (s2, k2, p2) = runs
+    assert s1 == s2 and k1 == k2 and any(k1)
+    assert all(torch.equal(a, b) for a, b in zip(p1, p2))
+
+
+# --- notebook 03's task: the facts the notebook states ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def task():
+    from ampkit.scaling import underflow_task
+
+    return underflow_task()
+
+
+def test_underflow_task_fp16_stalls_and_scaling_rescues(task):
+    from ampkit.scaling import train_task
+
+    fp32 = train_task(task, "fp32", steps=60)
+    none = train_task(task, "fp16", None, steps=60)
+    dyn = train_task(task, "fp16", DynamicLossScaler(growth_interval=10), steps=60)
+    bf16 = train_task(task, "bf16", None, steps=60)
+    mistake = train_task(task, "fp16", None, steps=60, scale_after_backward=2.0**18)
+    assert min(none.zero_grads) > 0.99                         # fp16 flushed (almost) every gradient
+    assert none.final_loss() > 0.95 * none.losses[0]           # ... so it did not learn
+    assert fp32.final_loss() < 0.8 * fp32.losses[0]
+    assert abs(dyn.final_loss() - fp32.final_loss()) < 0.02 * fp32.final_loss()
+    assert abs(bf16.final_loss() - fp32.final_loss()) < 0.05 * fp32.final_loss()
+    assert mistake.zero_grads == none.zero_grads and mistake.losses == none.losses
+
+
+def test_clipping_after_unscale_is_right(task):
+    from ampkit.scaling import train_task
+
+    right = train_task(task, "fp16", StaticLossScaler(2.0**16), steps=40, clip_norm=1e-5)
+    wrong = train_task(task, "fp16", StaticLossScaler(2.0**16), steps=40, clip_norm=1e-5, unscale_before_clip=False)
+    fp32 = train_task(task, "fp32", steps=40, clip_norm=1e-5)
+    assert abs(right.final_loss(10) - fp32.final_loss(10)) < 0.02 * fp32.final_loss(10)
+    assert wrong.final_loss(10) > 0.97 * wrong.losses[0]       # clipped 2**16 times too hard: no progress
+
+
+def test_replay_uses_the_scalers_rule():
+    from ampkit.scaling import replay
+
+    r = replay([2.0**-20] * 40, "fp16", init_scale=2.0**30, growth_interval=2, hysteresis=2, min_scale=2.0**30)
+    assert min(r.scales) == 2.0**30 and r.skipped > 0
+    with pytest.raises(ValueError, match="hysteresis"):
+        replay([1.0], hysteresis=0)
