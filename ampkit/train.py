@@ -249,10 +249,12 @@ class LevelRun:
 
 def run_level(model: str, level: str, dtype: str | torch.dtype = "bf16", steps: int = 60, seed: int = 0,
               batch_size: int = 64, lr: float = 0.05, optimizer: str = "sgd", scaler_factory: Callable | None = None,
-              model_kw: dict | None = None, n_samples: int | None = None, progress: bool = False,
+              model_kw: dict | None = None, data_kw: dict | None = None, n_samples: int | None = None,
+              progress: bool = False,
               callback: Callable | None = None, num_threads: int | None = None) -> LevelRun:
     """Build model ``model`` (a :func:`~ampkit.models.build_model` name, seeded), train it on its synthetic data
     at ``level``/``dtype``, and measure memory (from the tensors), step time and the dtype trace.
+    ``model_kw`` goes to the model's constructor, ``data_kw`` to its data set (:func:`~ampkit.data.make_data`).
 
     ``scaler_factory()`` makes a fresh scaler for the run (e.g. ``lambda: torch.amp.GradScaler("cpu")``).
     ``num_threads`` sets torch's CPU threads for the run only (restored after): the kit's tiny models are
@@ -265,7 +267,7 @@ def run_level(model: str, level: str, dtype: str | torch.dtype = "bf16", steps: 
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be None or an int >= 1; got {num_threads!r}")
     net = build_model(model, seed=seed, **(model_kw or {}))
-    X, y = make_data(model, n_samples, seed=seed)
+    X, y = make_data(model, n_samples, seed=seed, **(data_kw or {}))
     mp = apply_level(net, make_optimizer(optimizer, net.parameters(), lr), level, dtype)
     scaler = scaler_factory() if scaler_factory is not None else None
     before = torch.get_num_threads()
