@@ -966,17 +966,17 @@ class SinkBench:
         self._warmup(True)
         return self.models[True]._loss_graph.compiled
 
-    def calibrate(self, repeats: int = 5) -> Calibration:
+    def calibrate(self, repeats: int = 10) -> Calibration:
         """Measure the simulator's inputs on this machine (about a second, plus the first compile)."""
         dev = self.device
         tiny = torch.ones(1, device=dev)
-        launch = _best_per_call(lambda: torch.tanh(tiny), 500, repeats, dev)
+        launch = _best_per_call(lambda: torch.tanh(tiny), 200, repeats, dev)
         self._warmup(False)
         self._warmup(True)
         x, y = self.sample
-        eager_step = _best_per_call(lambda: self.models[False].step(x, y), 50, repeats, dev)
+        eager_step = _best_per_call(lambda: self.models[False].step(x, y), 20, repeats, dev)
         graph_model = self.models[True]
-        graph_step = _best_per_call(lambda: graph_model.step(x, y), 50, repeats, dev) \
+        graph_step = _best_per_call(lambda: graph_model.step(x, y), 20, repeats, dev) \
             if graph_model._loss_graph.compiled else None
         n_ops = count_ops(self.models[False].step, x, y)
         op = max(eager_step / n_ops - launch, 0.0)
@@ -1068,14 +1068,14 @@ def predict_vs_measured(calibration: Calibration, measured: dict[str, ModeMeasur
 
     params = calibration.params(sink_size=sink_size, depth=depth)
     rows = []
-    steps = max((m.steps for m in measured.values()), default=8)
+    steps = sink_size * max(2, -(-16 // sink_size))     # steady state: >= 16 steps, whole sinks
     base_pred = simulate("none", params, steps).step_time
     base_meas = measured["none"].step_time if "none" in measured else None
     for mode, m in measured.items():
         if mode in ("data+graph", "data+graph+loop") and calibration.graph_step is None:
             pred = simulate("data", params, steps).step_time  # the graph sink fell back to eager
         else:
-            pred = simulate(mode, params, m.steps).step_time
+            pred = simulate(mode, params, steps).step_time
         row = {"mode": mode, "measured": m.step_time, "predicted": pred}
         if base_meas:
             row["measured_ratio"] = m.step_time / base_meas

@@ -49,13 +49,13 @@ class SinkTimeline:
         self.mode = W.ToggleButtons(options=list(MODES), value=mode, description="mode", style=style)
         self.sink_size = W.IntSlider(value=params.sink_size, min=1, max=32, description="sink_size (steps)",
                                      style=style, layout=lay)
-        self.prep = W.FloatLogSlider(value=params.prep / _US, base=10, min=0, max=4, step=0.05,
+        self.prep = W.FloatLogSlider(value=params.prep / _US, base=10, min=0, max=4, step=0.01,
                                      description="data prep (µs/batch)", readout_format=".3g", style=style, layout=lay)
-        self.launch = W.FloatLogSlider(value=params.launch / _US, base=10, min=-1, max=2, step=0.05,
+        self.launch = W.FloatLogSlider(value=params.launch / _US, base=10, min=-1, max=2, step=0.01,
                                        description="launch (µs/op)", readout_format=".3g", style=style, layout=lay)
         self.n_ops = W.IntSlider(value=params.n_ops, min=1, max=400, description="ops per step", style=style,
                                  layout=lay)
-        self.op = W.FloatLogSlider(value=params.op / _US, base=10, min=-1, max=3, step=0.05,
+        self.op = W.FloatLogSlider(value=params.op / _US, base=10, min=-1, max=3, step=0.01,
                                    description="op time (µs)", readout_format=".3g", style=style, layout=lay)
         self.async_device = W.Checkbox(value=params.async_device, description="asynchronous device (GPU-like)",
                                        style=style)
