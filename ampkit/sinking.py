@@ -580,7 +580,8 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
 
     With a loop sink, losses stay on the device until the end of the sink; then they are read back with one
     sync and each callback is called once with a :class:`SinkInfo`. ``prefetch_depth > 0`` adds the data sink
-    (a :class:`DevicePrefetcher` moving batches to ``device``).
+    (a :class:`DevicePrefetcher` moving batches to ``device``); without it, batches are copied to ``device`` (when
+    given) by the training loop itself, blocking.
 
     >>> log = loop_sink(lambda x: x.sum(), [torch.ones(2)] * 3, epochs=2, sink_size=2)
     >>> log.steps, log.syncs, log.losses
@@ -624,6 +625,13 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
     def source(stream: Iterable) -> Any:
         return DevicePrefetcher(stream, device, prefetch_depth) if prefetch_depth else None
 
+    dev = torch.device(device) if device is not None else None
+
+    def run(batch: Any) -> torch.Tensor:
+        if dev is not None and not prefetch_depth:   # no data sink: the host copies each batch itself, blocking
+            batch = _map(batch, lambda t: t if _same_device(t.device, dev) else t.to(dev))
+        return _call_step(step_fn, batch)
+
     t0 = time.perf_counter()
     try:
         if sink_size is not None and sink_size > 0:
@@ -633,7 +641,7 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
             try:
                 for epoch in range(1, epochs + 1):
                     for _ in range(sink_size):
-                        pending.append(_call_step(step_fn, next(it)))
+                        pending.append(run(next(it)))
                     flush(epoch)
             finally:
                 if sink is not None:
@@ -648,7 +656,7 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
                 try:
                     for batch in (sink if sink is not None else data):
                         n += 1
-                        pending.append(_call_step(step_fn, batch))
+                        pending.append(run(batch))
                         if sink_size is None:
                             flush(epoch)
                 finally:
@@ -745,7 +753,7 @@ class SinkModel:
         if dataset_sink_mode:
             return loop_sink(self.step, data, epochs, sink_size, callbacks, prefetch_depth=prefetch_depth,
                              device=self.device, progress=progress)
-        return loop_sink(self.step, data, epochs, None, callbacks, progress=progress)
+        return loop_sink(self.step, data, epochs, None, callbacks, device=self.device, progress=progress)
 
 
 # ----------------------------------------------------------------------------------------------- workloads

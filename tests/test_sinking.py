@@ -525,3 +525,14 @@ def test_sink_info_and_loss_monitor(capsys):
     mon = LossMonitor(verbose=True)
     mon(SinkInfo(2, 8, 4, (1.0, 0.5)))
     assert capsys.readouterr().out.strip() == "epoch: 2 step: 8, loss is 0.500000"
+
+
+def test_without_a_data_sink_the_loop_copies_batches_to_the_device():
+    seen = []
+
+    def step(x):
+        seen.append(x.device.type)
+        return torch.zeros(())
+
+    loop_sink(step, [torch.ones(2)] * 3, 1, sink_size=-1, device="meta")
+    assert seen == ["meta"] * 3
