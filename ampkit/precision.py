@@ -225,7 +225,8 @@ class MixedPrecision:
     def zero_grad(self) -> None:
         """Drop the grads of the model (and of the fp32 masters under O2)."""
         self.optimizer.zero_grad(set_to_none=True)
-        self.model.zero_grad(set_to_none=True)
+        if self.level == "O2":  # the model's 16-bit params are not the optimizer's (those are the masters)
+            self.model.zero_grad(set_to_none=True)
 
     def remove_hooks(self) -> None:
         """Remove the O2 norm-casting hooks (the model keeps its dtypes)."""
