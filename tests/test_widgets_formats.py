@@ -100,6 +100,14 @@ def test_slider_and_text_stay_in_sync():
     assert ex.value == -2.0 and ex.text.value == "-2.0"
 
 
+def test_slider_snapping_by_the_browser_does_not_move_the_value():
+    ex = FloatExplorer(value=0.1, show_map=False)
+    ex.slider.value = 2.0 ** round(math.log2(0.1), 2)  # what the frontend sends back after rendering
+    assert ex.value == 0.1 and ex.state["float16"].stored == 0.0999755859375
+    ex.slider.value = 2.0 ** (round(math.log2(0.1), 2) + 0.01)  # one real step
+    assert ex.value == 2.0 ** (round(math.log2(0.1), 2) + 0.01)
+
+
 def test_full_slider_sweep_matches_torch():
     ex = FloatExplorer(value=1.0, show_map=True)
     for e in np.arange(ex.slider.min, ex.slider.max + 1e-9, 0.73):

@@ -358,6 +358,12 @@ class FloatExplorer:
     def _on_slider(self, change: dict) -> None:
         if self._syncing:
             return
+        cur = abs(self.value)
+        if math.isfinite(cur) and cur > 0 and change["new"] > 0:
+            # The browser snaps a log slider's value to its step grid when it renders or syncs; such a nudge
+            # (never more than half a step) is not a move by the learner and must not change the value shown.
+            if abs(math.log2(change["new"]) - math.log2(cur)) <= self.slider.step / 2 + 1e-12:
+                return
         sign = -1.0 if math.copysign(1.0, self.value) < 0 else 1.0
         self.set_value(sign * change["new"])
 
