@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     tt = time_interleaved({"raw": raw_t, "O1": ours_t}, 300 if args.quick else 1000, samples=samples)
     extra_us = statistics.median(a - b for a, b in zip(samples["O1"], samples["raw"])) * 1e6
     print(f"ampkit O1's own cost per step (8-wide model, where nothing else costs much): {extra_us:.1f} µs "
-          f"(raw step {tt['raw'] * 1e6:.0f} µs) = {extra_us / (t["raw"] * 1e6):.3%} of a big-model step\n")
+          f"(raw step {tt['raw'] * 1e6:.0f} µs) = {extra_us / (t['raw'] * 1e6):.3%} of a big-model step\n")
     print(f"{'measurement':48s} {'value':>10s} {'target':>10s}  met")
     print(f"{'O1-bf16 ampkit / raw torch.autocast (big)':48s} {overhead:9.3f}x {'<= 1.05x':>10s}  "
           f"{'yes' if overhead <= 1.05 else 'NO'}")
