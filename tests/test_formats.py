@@ -420,3 +420,12 @@ def test_existing_api_unchanged():
     assert [r.verdict for r in compare_formats(1e-8)] == ["rounded", "rounded", "flushed to zero"]
     assert compare_formats(464.0, ("e4m3",))[0].verdict == "rounded"
     assert compare_formats(1000.0, ("e4m3",))[0].verdict == "saturated to max"
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    import ampkit.formats
+
+    result = doctest.testmod(ampkit.formats)
+    assert result.failed == 0 and result.attempted >= 15

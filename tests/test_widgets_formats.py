@@ -204,3 +204,12 @@ def test_decompose_is_what_the_table_shows():
         d = decompose(3.14159, fmt)
         assert f"<code>{d.stored!r}</code>" in ex.table.value
         assert f"<code>{d.next!r}</code>" in ex.table.value and f"<code>{d.prev!r}</code>" in ex.table.value
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    import ampkit.widgets.formats
+
+    result = doctest.testmod(ampkit.widgets.formats)
+    assert result.failed == 0 and result.attempted >= 4

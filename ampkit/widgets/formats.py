@@ -61,8 +61,9 @@ def bits_row_html(d: Decomposition) -> str:
     parts = []
     for field, bits in (("sign", d.sign), ("exponent", d.exponent), ("mantissa", d.mantissa)):
         parts.append(f"<span style='color:{FIELD_COLOURS[field][1]}'>{bits}</span>")
-    return (f"<code class='ampkit-bitstring' data-bits='{d.bits}'>{' '.join(parts)}</code>"
-            f" <span class='ampkit-formula' style='color:#57606a'>= {html.escape(d.formula())}</span>")
+    return (f"<span style='font-size:85%;white-space:nowrap'><code class='ampkit-bitstring' data-bits='{d.bits}'>"
+            f"{' '.join(parts)}</code> <span class='ampkit-formula' style='color:#57606a'>= "
+            f"{html.escape(d.formula())}</span></span>")
 
 
 def summary_table_html(state: dict[str, Decomposition]) -> str:
