@@ -38,6 +38,7 @@ def test_sweep_every_level_and_dtype(picker):
             assert lin["params"] == {"O0": "fp32", "O1": "fp32", "O2": dt, "O3": dt}[lv]
             assert ln["params"] == {"O0": "fp32", "O1": "fp32", "O2": "fp32", "O3": dt}[lv]
             assert f"<b>{lv}</b>" in picker.table.value and lv in picker.summary.value
+            assert f"figure: {lv} {dt}" in picker.caption.value
             # the figure shows this run: loss line and memory bars
             ys = list(picker.line_run.get_ydata())
             assert len(ys) == len(st.history.losses)

@@ -106,6 +106,8 @@ class OLevelPicker:
         self.status = W.HTML()
         self.image = W.Image(format="png")
         self.image.add_class("ampkit-precision-figure")
+        self.caption = W.HTML()  # says which run the figure shows (set after each redraw)
+        self.caption.add_class("ampkit-precision-caption")
         self.summary = W.HTML()
         self.table = W.HTML()
         self.state: LevelRun | None = None
@@ -117,7 +119,7 @@ class OLevelPicker:
         self.run_button.on_click(self._on_run_all)
         self._update()
         self.widget = W.VBox([W.HBox([self.slider, self.dtype]), W.HBox([self.run_button, self.progress, self.status]),
-                              self.image, self.summary, self.table])
+                              self.image, self.caption, self.summary, self.table])
         self.widget.add_class("ampkit-olevel-picker")
 
     # ----------------------------------------------------------------- figure, built once
@@ -213,6 +215,8 @@ class OLevelPicker:
         self.ax_mem.set_ylim(0, top * 1.15)
         self.mem_title.set_text(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}")
         self._render()
+        self.caption.value = (f"<i>figure: {run.level} {_SHORT.get(run.dtype, run.dtype)} (colour) against O0 "
+                              f"(grey), {run.history.steps} steps of {self.model}</i>")
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
