@@ -88,9 +88,14 @@ def test_measure_button_fills_the_sliders_from_a_calibration():
     assert w.n_ops.value == 57 and w.op.value == pytest.approx(3.0) and w.async_device.value is False
     assert w.redraws == redraws + 1                                # one redraw, not one per slider
     assert "measured on cpu" in w.status.value
-    assert w.params == SimParams(prep=4e-4, n_ops=57, launch=2e-6, op=3e-6, sync=1e-6, callback=1e-6,
-                                 graph_launch=2e-6, graph_compute=None, depth=2, sink_size=w.sink_size.value,
-                                 async_device=False)
+    # the compiled step alone took 150 us: 2 us to launch, 148 us of compute instead of 57 x 3 = 171 us eager
+    assert w.fusion == pytest.approx(148 / 171)
+    expected = SimParams(prep=4e-4, n_ops=57, launch=2e-6, op=3e-6, sync=1e-6, callback=1e-6, graph_launch=2e-6,
+                         graph_compute=148e-6, depth=2, sink_size=w.sink_size.value, async_device=False)
+    for name in SimParams.__dataclass_fields__:
+        assert getattr(w.params, name) == pytest.approx(getattr(expected, name)), name
+    w.op.value = 6.0                       # twice the op time: the fused graph's compute doubles too
+    assert w.params.graph_compute == pytest.approx(2 * 148e-6)
 
 
 def test_measure_with_the_real_calibration():

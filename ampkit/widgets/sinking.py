@@ -95,12 +95,23 @@ class SinkTimeline:
         self.title = self.ax.set_title("", fontsize=9)
         self.fig.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.33)
 
+    @property
+    def fusion(self) -> float:
+        """The compiled step's compute as a fraction of the eager ops' compute, from the base costs (1.0 when
+        the graph only saves launches, as CUDA graphs do; < 1 when the compiler also fused work away)."""
+        b = self.base
+        if b.graph_compute is None or b.step_compute == 0:
+            return 1.0
+        return b.graph_compute / b.step_compute
+
     def _read_params(self) -> SimParams:
         b = self.base
-        return SimParams(prep=self.prep.value * _US, copy=b.copy, n_ops=int(self.n_ops.value),
-                         launch=self.launch.value * _US, op=self.op.value * _US, sync=b.sync, callback=b.callback,
-                         graph_launch=b.graph_launch, graph_compute=None, depth=b.depth,
-                         sink_size=int(self.sink_size.value), async_device=bool(self.async_device.value))
+        n_ops, op = int(self.n_ops.value), self.op.value * _US
+        return SimParams(prep=self.prep.value * _US, copy=b.copy, n_ops=n_ops, launch=self.launch.value * _US,
+                         op=op, sync=b.sync, callback=b.callback, graph_launch=b.graph_launch,
+                         graph_compute=None if b.graph_compute is None else self.fusion * n_ops * op,
+                         depth=b.depth, sink_size=int(self.sink_size.value),
+                         async_device=bool(self.async_device.value))
 
     def _on_change(self, change: dict) -> None:
         self._update()
