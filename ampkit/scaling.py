@@ -691,7 +691,7 @@ def scale_report(values: torch.Tensor, log2_scale: int, fmt: str | torch.dtype =
                        c.overflow / live, c)
 
 
-def scale_sweep(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 32
+def scale_sweep(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 40
                 ) -> dict[int, ScaleReport]:
     """:func:`scale_report` for every integer log2(scale) in ``[lo, hi]`` (what the visual scaler's slider spans).
 
@@ -703,7 +703,7 @@ def scale_sweep(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int =
     return {k: scale_report(values, k, fmt) for k in range(lo, hi + 1)}
 
 
-def safe_window(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 32,
+def safe_window(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int = -8, hi: int = 40,
                 max_flushed: float = 0.001, *, sweep: dict[int, ScaleReport] | None = None) -> tuple[int, int] | None:
     """The range ``(a, b)`` of log2(scale) in ``[lo, hi]`` where nothing overflows and at most ``max_flushed``
     of the nonzero gradients flush to zero; ``None`` when no scale in range is safe.

@@ -91,7 +91,7 @@ class VisualLossScaler:
         if not isinstance(values, torch.Tensor) or values.numel() == 0:
             raise TypeError("values must be a non-empty tensor of gradient values (see capture_gradients)")
         self.values = values.detach().reshape(-1).float()
-        self.slider = W.IntSlider(value=log2_scale, min=-8, max=32, step=1, description="log2(scale)",
+        self.slider = W.IntSlider(value=log2_scale, min=-8, max=40, step=1, description="log2(scale)",
                                   continuous_update=True, layout=W.Layout(width="520px"))
         self.dtype = W.ToggleButtons(options=list(DTYPE_CHOICES), value=format_name(fmt), description="format")
         self.readout = W.HTML()
