@@ -334,7 +334,7 @@ def classify_codes(values: torch.Tensor, fmt: str | torch.dtype) -> torch.Tensor
     if not t.is_floating_point():
         t = t.to(torch.float64)
     x = _compute_view(t, name)
-    codes = torch.bucketize(x.abs(), _boundaries(name, x.dtype), right=True)
+    codes = torch.bucketize(x.abs(), _boundaries(name, x.dtype).to(x.device), right=True)
     if t.dtype == torch.float64 and x is not t:  # float64 values beyond float32's range become 0 or inf on the way: flushed / overflow
         codes = torch.where((codes == 5) & torch.isfinite(t), torch.full_like(codes, 4), codes)
         codes = torch.where((codes == 0) & (t != 0), torch.full_like(codes, 1), codes)
@@ -356,7 +356,8 @@ def classify(values: torch.Tensor | Iterable[torch.Tensor], fmt: str | torch.dty
     if n == 0:
         raise ValueError("classify needs at least one value; got an empty tensor")
     x = _compute_view(t, name)
-    counts = torch.bincount(torch.bucketize(x.abs(), _boundaries(name, x.dtype), right=True), minlength=6).tolist()
+    bounds = _boundaries(name, x.dtype).to(x.device)  # works on CUDA/MPS tensors too: one host sync for the counts
+    counts = torch.bincount(torch.bucketize(x.abs(), bounds, right=True), minlength=6).tolist()
     if t.dtype == torch.float64 and x is not t:  # float64 went through float32 (as torch's cast does): fix up values it made 0 or inf
         moved = counts[5] - (n - int(torch.isfinite(t).sum()))
         counts[4] += moved
