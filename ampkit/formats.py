@@ -27,10 +27,11 @@ Two facts about torch 2.x's casts that the kit reports rather than hides (checke
 from __future__ import annotations
 
 import math
+import numbers
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 import torch
 
@@ -103,13 +104,8 @@ def _check_real(value: object) -> float:
             raise TypeError(f"value must be a real number, got a {value.dtype} tensor")
         return float(value.item())
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:  # numpy scalars and other number-likes
-            import numbers
-
-            if isinstance(value, numbers.Real) and not isinstance(value, bool):
-                return float(value)
-        except Exception:  # pragma: no cover - defensive
-            pass
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)  # numpy floats and ints, fractions.Fraction, decimal-likes registered as Real
         hint = " (use parse_value() for text)" if isinstance(value, str) else ""
         raise TypeError(f"value must be a real number, got {type(value).__name__}{hint}")
     try:

@@ -223,7 +223,12 @@ def test_decompose_explains_special_values():
     assert d.formula() == "+1.1001100110 (binary) × 2^-4"
     assert d.rel_error == pytest.approx(abs(0.0999755859375 - 0.1) / 0.1)
     assert decompose(torch.tensor(2.0), "bf16").stored == 2.0
-    for bad in ("0.1", [0.1], None, True, torch.ones(2)):
+    import fractions
+
+    import numpy as np
+    assert decompose(np.float32(0.1), "fp16").stored == 0.0999755859375 and decompose(np.int64(3), "e4m3").stored == 3
+    assert decompose(fractions.Fraction(1, 3), "bf16").stored == 0.333984375
+    for bad in ("0.1", [0.1], None, True, torch.ones(2), np.bool_(True), 1j):
         with pytest.raises(TypeError):
             decompose(bad, "fp16")
 
