@@ -181,8 +181,8 @@ class RangeMap:
         ax.set_yticks(range(n), [SHORT_NAMES.get(f, f) for f in reversed(self.fmts)], fontsize=8)
         ax.set_xlim(self.lo, self.hi)
         ax.set_ylim(-0.6, n - 0.4 + (0.5 if self.ax_hist is None else 0.5))
-        ax.set_xlabel("log2 |x|   (grey: flushes to 0 · yellow: subnormal · green: normal · red: overflow)",
-                      fontsize=8)
+        ax.set_xlabel("log2 |x|   (grey: flushes to 0 · yellow: subnormal · green: normal · red: overflows; "
+                      "torch saturates e4m3fn at 448)", fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
         top = self.ax_hist if self.ax_hist is not None else ax
         sec = top.secondary_xaxis("top", functions=(lambda x: x * math.log10(2), lambda d: d / math.log10(2)))
@@ -201,7 +201,7 @@ class RangeMap:
         self.hist = ax.stairs(self._counts, self._edges, fill=True, color="#0969da", alpha=0.8, animated=True)
         self.hist_text = ax.text(0.01, 0.95, "", transform=ax.transAxes, ha="left", va="top", fontsize=8,
                                  animated=True, bbox={"fc": "white", "ec": "none", "alpha": 0.85})
-        ax.set_ylim(0, self._counts.max() * 1.15)
+        ax.set_ylim(0, self._counts.max() * 1.3)  # head room for the fractions line
         ax.set_ylabel("count", fontsize=8)
         ax.tick_params(labelsize=8)
         ax.set_title(f"values × loss scale, placed on the {SHORT_NAMES.get(self.fmts[0], self.fmts[0])} range",
