@@ -96,7 +96,7 @@ class VisualLossScaler:
         self.dtype = W.ToggleButtons(options=list(DTYPE_CHOICES), value=format_name(fmt), description="format")
         self.readout = W.HTML()
         self.readout.add_class("ampkit-scale-readout-box")
-        self.image = W.Image(format="png")
+        self.image = W.Image(format="png", width=504)   # the figure's own pixel width (7 in x 72 dpi): no blur
         self.image.add_class("ampkit-scale-plot")
         self._edges, self._frac = log2_histogram(self.values, lo=_XLIM[0] - 40, hi=_XLIM[1], bins_per_octave=1)
         self._windows: dict[str, tuple[int, int] | None] = {}
@@ -192,7 +192,7 @@ class ScalerReplay:
                                      continuous_update=True)
         self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description="hysteresis", continuous_update=True)
         self.readout = W.HTML()
-        self.image = W.Image(format="png")
+        self.image = W.Image(format="png", width=504)   # the figure's own pixel width (7 in x 72 dpi): no blur
         self.image.add_class("ampkit-replay-plot")
         self._pngs: dict[tuple, bytes] = {}
         self._bg = None
