@@ -102,7 +102,8 @@ class TinyTransformer(nn.Module):
     """Token + position embedding, one pre-norm Transformer block (LayerNorm, softmax attention, LayerNorm, MLP),
     a final LayerNorm, mean pooling over tokens and a Linear classifier.
 
-    >>> TinyTransformer(vocab_size=8, seq_len=6, d_model=16, n_heads=2, n_classes=3)(torch.zeros(2, 6, dtype=torch.long)).shape
+    >>> net = TinyTransformer(vocab_size=8, seq_len=6, d_model=16, n_heads=2, n_classes=3)
+    >>> net(torch.zeros(2, 6, dtype=torch.long)).shape
     torch.Size([2, 3])
     """
 

@@ -7,8 +7,8 @@ Targets:
   hardware-dependent: a CPU without bf16 units will miss it, that is a measurement, not a bug).
 
 A and B are timed interleaved (A, B, A, B, ...) so that load from other programs hits both alike; tables show the
-median time per step, and the target ratios are medians of back-to-back pairs (A_i / B_i). fp16 on a CPU without fast fp16 kernels is ~100x slower than fp32 at large widths,
-so fp16 is measured on a 128-wide model (and, twice, on a 512-wide one to show the slowdown).
+median time per step, and the target ratios are medians of back-to-back pairs (A_i / B_i). fp16 on a CPU without
+fast fp16 kernels is ~100x slower than fp32 at large widths, so fp16 is measured on a 128-wide model (and, twice, on a 512-wide one to show the slowdown).
 
 Run: ``.venv/bin/python benchmarks/bench_precision.py [--threads N] [--repeats R] [--quick]``
 """
