@@ -195,6 +195,8 @@ class DevicePrefetcher:
             raise ValueError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:0' or 'mps'") from None
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"device {device!r} is not available here (no CUDA); use device='cpu'")
+        if self.device.type == "cuda" and self.device.index is None:   # the worker thread needs a concrete index
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.loader = loader
         self.depth = depth
         self.cuda = self.device.type == "cuda"
@@ -999,21 +1001,19 @@ class SinkBench:
             host = tuple(t.cpu() for t in self.sample)
             copy = _best_per_call(lambda: [t.to(dev) for t in host], 20, repeats, dev)
         it = _endless(self.loader)
-        n_prep = 20
-        t0 = time.perf_counter()
-        for _ in range(n_prep):
-            next(it)
-        prep = (time.perf_counter() - t0) / n_prep
+        prep = _best_per_call(lambda: next(it), 4, repeats, torch.device("cpu"))
+        it.close()
         return Calibration(str(dev), launch, op, n_ops, sync, callback, copy, prep, eager_step, graph_step,
                            graph_model._loss_graph.compile_seconds, graph_model.graph_message,
                            async_device=dev.type == "cuda")
 
-    def measure(self, steps: int = 60, sink_size: int = 8,
+    def measure(self, steps: int = 16, sink_size: int = 8,
                 modes: Sequence[str] = ("none", "data", "data+graph", "data+graph+loop"), depth: int = 2,
-                rounds: int = 3) -> dict[str, ModeMeasurement]:
-        """Time ``steps`` real training steps in each mode, ``rounds`` times interleaved, keeping each mode's
-        fastest round (other programs on the machine only ever make a run slower). One LossMonitor callback; the
-        loss is read back every step except in loop-sink mode (once per ``sink_size`` steps)."""
+                rounds: int = 6) -> dict[str, ModeMeasurement]:
+        """Time short runs of ``steps`` real training steps in each mode, ``rounds`` times interleaved, keeping
+        each mode's fastest run (other programs on the machine only ever make a run slower, so many short runs
+        give steadier numbers than one long one). One LossMonitor callback; the loss is read back every step
+        except in loop-sink mode (once per ``sink_size`` steps)."""
         from ampkit.timeline import check_mode
 
         for mode in modes:
@@ -1076,14 +1076,14 @@ def predict_vs_measured(calibration: Calibration, measured: dict[str, ModeMeasur
 
     params = calibration.params(sink_size=sink_size, depth=depth)
     rows = []
-    steps = sink_size * max(2, -(-16 // sink_size))     # steady state: >= 16 steps, whole sinks
-    base_pred = simulate("none", params, steps).step_time
+    base_steps = measured["none"].steps if "none" in measured else 16
+    base_pred = simulate("none", params, base_steps).step_time
     base_meas = measured["none"].step_time if "none" in measured else None
     for mode, m in measured.items():
         if mode in ("data+graph", "data+graph+loop") and calibration.graph_step is None:
-            pred = simulate("data", params, steps).step_time  # the graph sink fell back to eager
+            pred = simulate("data", params, m.steps).step_time  # the graph sink fell back to eager
         else:
-            pred = simulate(mode, params, steps).step_time
+            pred = simulate(mode, params, m.steps).step_time
         row = {"mode": mode, "measured": m.step_time, "predicted": pred}
         if base_meas:
             row["measured_ratio"] = m.step_time / base_meas
@@ -1102,6 +1102,6 @@ def calibrate(**bench_kwargs: Any) -> Calibration:
     return SinkBench(**bench_kwargs).calibrate()
 
 
-def measure_modes(steps: int = 60, sink_size: int = 8, **bench_kwargs: Any) -> dict[str, ModeMeasurement]:
+def measure_modes(steps: int = 16, sink_size: int = 8, **bench_kwargs: Any) -> dict[str, ModeMeasurement]:
     """Time the four modes for real with a fresh :class:`SinkBench` (keywords go to it)."""
     return SinkBench(**bench_kwargs).measure(steps, sink_size)

@@ -1,11 +1,11 @@
 """Sinking benchmark: measured step time per mode on this machine, next to the timeline simulator's prediction.
 
-    .venv/bin/python benchmarks/bench_sinking.py [--steps 96] [--rounds 5] [--sink-size 8] [--prep-us 400]
+    .venv/bin/python benchmarks/bench_sinking.py [--steps 16] [--rounds 15] [--sink-size 8] [--prep-us 400]
 
 Workload: ``ampkit.sinking.SinkBench`` (ManySmallOps, 12 layers of tanh(x*w+b) on 32x64 batches, SGD, a loader
 that waits ``prep`` µs per batch). The simulator is calibrated first (launch cost of a tiny op, per-op compute of
-the eager step, compiled step alone, sync, callback, loader time); then each mode runs ``rounds`` times,
-interleaved, and its fastest round counts. Target: predicted ratio to "no sinking" within 25 % of the measured
+the eager step, compiled step alone, sync, callback, loader time); then each mode runs ``rounds`` short runs,
+interleaved, and its fastest run counts. Target: predicted ratio to "no sinking" within 25 % of the measured
 ratio, per mode. Timings depend on the machine and on what else runs on it: read the ratios.
 """
 from __future__ import annotations
@@ -29,8 +29,8 @@ TARGET = 0.25
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=96)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=16, help="steps per run")
+    ap.add_argument("--rounds", type=int, default=15, help="runs per mode, interleaved; the fastest counts")
     ap.add_argument("--sink-size", type=int, default=8)
     ap.add_argument("--prep-us", type=float, default=400.0)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: steadiest for tiny ops)")
