@@ -80,6 +80,10 @@ class LabServer:
             self.env[var] = str(workdir / var.lower())
         self.env["JUPYTERLAB_SETTINGS_DIR"] = str(workdir / "lab-settings")
         self.env["JUPYTERLAB_WORKSPACES_DIR"] = str(workdir / "lab-workspaces")
+        # Start the notebook's own kernel without asking (JupyterLab otherwise may show a "Select Kernel" dialog).
+        plugin = workdir / "lab-settings" / "@jupyterlab" / "docmanager-extension"
+        plugin.mkdir(parents=True)
+        (plugin / "plugin.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
         self.log = open(workdir / "jupyterlab.log", "w")
         self.proc: subprocess.Popen | None = None
 
@@ -113,6 +117,18 @@ class LabServer:
         self.log.flush()
         return (self.workdir / "jupyterlab.log").read_text()[-5000:]
 
+    def shutdown_kernels(self) -> None:
+        """Stop every running kernel (each test's notebook kernel), so tests do not pile up CPU and memory."""
+        api = f"{self.url}/api/kernels?token={self.token}"
+        try:
+            with urllib.request.urlopen(api, timeout=5) as r:
+                kernels = json.load(r)
+            for k in kernels:
+                req = urllib.request.Request(f"{self.url}/api/kernels/{k['id']}?token={self.token}", method="DELETE")
+                urllib.request.urlopen(req, timeout=10).close()
+        except OSError:
+            pass
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             try:
@@ -145,23 +161,35 @@ class Lab:
         page.on("console", lambda msg: self._on_console(notebook, msg))
         page.on("pageerror", lambda exc: self.console_errors.append(f"{notebook}: page error: {exc}"))
         page.set_default_timeout(30_000)
-        # JupyterLab may ask which kernel to use (e.g. on first open): accept its preselected "Python 3" kernel.
-        dialog = page.locator(".jp-Dialog:has-text('Select Kernel')")
-        page.add_locator_handler(dialog, lambda: dialog.locator(".jp-mod-accept").click())
         page.goto(f"{self.server.url}/lab/tree/{notebook}?token={self.server.token}&reset")
         page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
-        self.wait_idle(page, timeout_ms)
+        self._poll(page, """() => !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+                                  && !document.querySelector('.jp-Dialog')
+                                  && /Python/.test(document.querySelector('.jp-KernelName')?.textContent ?? '')""",
+                   timeout_ms, "the kernel to start")
         page.locator(".jp-NotebookPanel .jp-Cell").first.click()  # focus the notebook
         page.click(".lm-MenuBar-item:has-text('Run')")  # the Run menu
         page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
-        # The kernel goes busy, then idle once every cell ran.
-        page.wait_for_function(
-            """() => { const c = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
-                       return c.length > 0 && [...c].every(p => /\\[\\d+\\]/.test(p.textContent)); }""",
-            timeout=timeout_ms)
-        self.wait_idle(page, timeout_ms)
+        # Every code cell gets an execution number once Run All went through (the copy starts with none), then idle.
+        self._poll(page, """() => { const c = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
+                                   return c.length > 0 && [...c].every(p => /\\[\\d+\\]/.test(p.textContent))
+                                     && !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']"); }""",
+                   timeout_ms, "Run All to finish")
         page.wait_for_selector(".jp-OutputArea .widget-slider, .jp-OutputArea .jupyter-widgets", timeout=timeout_ms)
         return page
+
+    @staticmethod
+    def _poll(page, predicate: str, timeout_ms: int, what: str) -> None:
+        """Wait for a JS predicate, answering JupyterLab's "Select Kernel" dialog (it may pop up at start-up)."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        dialog = page.locator(".jp-Dialog:has-text('Select Kernel') .jp-mod-accept")
+        while time.monotonic() < deadline:
+            if dialog.count():
+                dialog.first.click()
+            if page.evaluate(predicate):
+                return
+            page.wait_for_timeout(250)
+        raise TimeoutError(f"timed out after {timeout_ms} ms waiting for {what}")
 
     @staticmethod
     def wait_idle(page, timeout_ms: int = 120_000) -> None:
@@ -204,6 +232,14 @@ class Lab:
             arg=[selector, old_text], timeout=timeout_ms)
         return self.text(page, selector)
 
+    def wait_for_text(self, page, selector: str, needle: str, timeout_ms: int = 30_000) -> str:
+        """Wait until the first element matching ``selector`` contains ``needle`` (the *final* state after several
+        key presses, not just the first change); return its text."""
+        page.wait_for_function(
+            "([sel, needle]) => { const e = document.querySelector(sel); return e && e.innerText.includes(needle); }",
+            arg=[selector, needle], timeout=timeout_ms)
+        return self.text(page, selector)
+
     # --- evidence ------------------------------------------------------------------------------------------
     def screenshot(self, page, name: str) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -230,6 +266,7 @@ class Lab:
                 page.context.close()
             except Exception:
                 pass
+        self.server.shutdown_kernels()
 
 
 @pytest.fixture(scope="session")
