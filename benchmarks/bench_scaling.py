@@ -1,0 +1,129 @@
+"""Benchmark for issue 6 (ampkit.scaling and its widgets). Plain script: prints measurements side by side.
+
+1. Per-step time of a training step with ampkit's DynamicLossScaler vs torch.amp.GradScaler on the same model and
+   data, measured in one run, interleaved (A B A B ...) so that machine noise hits both alike.
+   Target: ampkit / torch <= 1.10.
+   Also: the scaler calls alone (scale, unscale_, step, update on ready gradients) — the pure overhead.
+2. Latency of the visual loss scaler's update after a slider move (first visit of a position and revisits),
+   of a format switch, and of the replay widget's update. Target: median slider update <= 50 ms.
+
+Timings depend on the machine and its load; the ratios are what to compare. Run: python benchmarks/bench_scaling.py
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from ampkit.models import MLP
+from ampkit.scaling import DynamicLossScaler, capture_gradients, train_task, underflow_task
+from ampkit.widgets.scaling import ScalerReplay, VisualLossScaler
+
+
+def _train_step_timer(make_scaler, width: int = 256, batch: int = 128):
+    torch.manual_seed(0)
+    model = MLP(64, width, 10, depth=3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = make_scaler()
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(batch, 64, generator=g), torch.randint(0, 10, (batch,), generator=g)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return step
+
+
+def _scaler_only_timer(make_scaler, n_tensors: int = 24):
+    params = [torch.zeros(256, requires_grad=True) for _ in range(n_tensors)]
+    opt = torch.optim.SGD(params, lr=0.0)
+    scaler = make_scaler()
+    loss = sum(p.sum() for p in params)
+
+    def step() -> None:
+        for p in params:
+            p.grad = torch.ones(256)
+        scaler.scale(loss.detach())
+        scaler.step(opt)
+        scaler.update()
+    return step
+
+
+def interleaved(a, b, repeats: int = 11, inner: int = 30) -> tuple[float, float, float, float]:
+    """Seconds per call of ``a`` and ``b``, measured alternately: (median a, median b, min a, min b)."""
+    for f in (a, b):
+        for _ in range(5):
+            f()
+    ta, tb = [], []
+    for _ in range(repeats):
+        for f, out in ((a, ta), (b, tb)):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                f()
+            out.append((time.perf_counter() - t0) / inner)
+    return statistics.median(ta), statistics.median(tb), min(ta), min(tb)
+
+
+def widget_latencies() -> dict[str, float]:
+    task = underflow_task()
+    grads = capture_gradients(task.model(), task.X[:128], task.y[:128], loss_weight=task.loss_weight)
+    t0 = time.perf_counter()
+    view = VisualLossScaler(grads)
+    build = time.perf_counter() - t0
+    first, again = [], []
+    for k in list(range(view.slider.min, view.slider.max + 1)):
+        t0 = time.perf_counter()
+        view.slider.value = k
+        first.append(time.perf_counter() - t0)
+    for k in range(view.slider.max, view.slider.min - 1, -1):
+        t0 = time.perf_counter()
+        view.slider.value = k
+        again.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    view.dtype.value = "bfloat16"
+    switch = time.perf_counter() - t0
+    run = train_task(task, "fp32", steps=150)
+    rp = ScalerReplay(run.grad_max, growth_interval=5)
+    rtimes = []
+    for v in range(1, 80):
+        t0 = time.perf_counter()
+        rp.interval.value = v
+        rtimes.append(time.perf_counter() - t0)
+    return {"build": build, "slider first visit (median)": statistics.median(first),
+            "slider first visit (max)": max(first), "slider revisit (median)": statistics.median(again),
+            "format switch (all 49 positions computed)": switch, "replay slider (median)": statistics.median(rtimes)}
+
+
+def main() -> None:
+    # One intra-op thread: the scalers are what differs; with several threads a loaded machine's scheduling noise
+    # (other processes on the same cores) swamps a difference of a few percent.
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op thread\n")
+    ours_t = lambda: DynamicLossScaler(init_scale=2.0**10)                    # noqa: E731
+    torch_t = lambda: torch.amp.GradScaler("cpu", init_scale=2.0**10)         # noqa: E731
+    rows = []
+    rows.append(("training step, MLP 64-256x3-10, batch 128",
+                 *interleaved(_train_step_timer(ours_t), _train_step_timer(torch_t))))
+    rows.append(("scaler calls only, 24 grad tensors",
+                 *interleaved(_scaler_only_timer(ours_t), _scaler_only_timer(torch_t), inner=200)))
+    print(f"{'per step (median of 11; min in brackets)':45s} {'ampkit':>18s} {'torch':>18s} {'ratio':>12s}")
+    for name, a, b, amin, bmin in rows:
+        print(f"{name:45s} {a * 1e3:7.3f} ({amin * 1e3:6.3f})ms {b * 1e3:7.3f} ({bmin * 1e3:6.3f})ms "
+              f"{a / b:5.2f} ({amin / bmin:4.2f})")
+    ratio = rows[0][1] / rows[0][2]
+    print(f"target: training step ampkit/torch <= 1.10 -> {'MET' if ratio <= 1.10 else 'NOT MET'} ({ratio:.2f})\n")
+
+    lat = widget_latencies()
+    print(f"{'visual loss scaler / replay':45s} {'ms':>10s}")
+    for name, t in lat.items():
+        print(f"{name:45s} {t * 1e3:10.1f}")
+    med = lat["slider first visit (median)"]
+    print(f"target: median slider update <= 50 ms -> {'MET' if med <= 0.050 else 'NOT MET'} ({med * 1e3:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()
