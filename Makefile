@@ -15,8 +15,9 @@ PYTEST_ARGS ?=
 .PHONY: lab test install doctor notebooks bench clean check-python
 
 check-python:
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null || { \
-	  echo "ampkit needs Python >= 3.10 with venv; '$(PYTHON)' is: $$($(PYTHON) --version 2>&1 || echo 'not found'). Install Python 3.10+ or run e.g. 'make PYTHON=python3.11 lab'."; exit 1; }
+	@$(PYTHON) -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1 || { \
+	  if command -v $(PYTHON) >/dev/null 2>&1; then found="$$($(PYTHON) --version 2>&1 | head -n 1)"; else found="not found"; fi; \
+	  echo "ampkit needs Python >= 3.10 with venv; '$(PYTHON)' is: $$found. Install Python 3.10+, or point make at one: make PYTHON=python3.11 lab"; exit 1; }
 
 $(STAMP): pyproject.toml | check-python
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -67,3 +67,20 @@ def test_pytest_config_runs_notebooks_with_nbval():
     assert "notebooks" in opts["testpaths"]
     assert "--nbval-lax" in opts["addopts"] and "--nbval-sanitize-with" in opts["addopts"]
     assert "--nbval-cell-timeout" in opts["addopts"]
+
+
+def test_make_refuses_old_python_with_one_clear_line(tmp_path):
+    import shutil
+    import subprocess
+
+    if not shutil.which("make"):
+        import pytest
+        pytest.skip("make not installed")
+    fake = tmp_path / "python3.9"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.9.2"; exit 0; fi\nexit 1\n')
+    fake.chmod(0o755)
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    out = subprocess.run(["make", f"PYTHON={fake}", "test"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "ampkit needs Python >= 3.10" in out.stdout and "Python 3.9.2" in out.stdout
+    assert not (tmp_path / ".venv").exists()  # stopped before creating anything
