@@ -80,6 +80,7 @@ def test_make_refuses_old_python_with_one_clear_line(tmp_path):
     fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.9.2"; exit 0; fi\nexit 1\n')
     fake.chmod(0o755)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     out = subprocess.run(["make", f"PYTHON={fake}", "test"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "ampkit needs Python >= 3.10" in out.stdout and "Python 3.9.2" in out.stdout
