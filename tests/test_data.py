@@ -7,6 +7,16 @@ from ampkit.data import batches, make_blobs, make_data, make_images, make_sequen
 from ampkit.models import MODEL_NAMES, build_model
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """These models are tiny: one thread is as fast and much steadier when other jobs share the CPU."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+
 @pytest.mark.parametrize("maker,shape,dtype", [
     (make_blobs, (50, 16), torch.float32),
     (make_images, (50, 1, 32, 32), torch.float32),
