@@ -138,9 +138,17 @@ def test_exception_in_the_training_loop_with_context_manager_leaves_no_thread():
 def test_prefetcher_overlaps_a_slow_loader_with_work():
     # not a timing assertion: the loop's waiting time is recorded, and a sink that was given enough time
     # to fill its queue makes the loop wait (almost) nothing for the first batches.
-    loader = BatchLoader(torch.zeros(8, 2), torch.zeros(8), 2, prep_seconds=0.01)
-    sink = iter(DevicePrefetcher(loader, device="cpu", depth=3))
-    time.sleep(0.2)   # "compute" while the worker prepares batches 0..3
+    made = []
+
+    def loader():
+        for b in BatchLoader(torch.zeros(8, 2), torch.zeros(8), 2, prep_seconds=0.01):
+            made.append(1)
+            yield b
+
+    sink = iter(DevicePrefetcher(loader(), device="cpu", depth=3))
+    deadline = time.monotonic() + 5
+    while len(made) < 4 and time.monotonic() < deadline:   # "compute" while the worker prepares batches 0..3
+        time.sleep(0.01)
     [next(sink) for _ in range(3)]
     assert sink.delivered == 3 and sink.wait_seconds < 0.05
     sink.close()
