@@ -16,7 +16,6 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
-
 @pytest.mark.parametrize("maker,shape,dtype", [
     (make_blobs, (50, 16), torch.float32),
     (make_images, (50, 1, 32, 32), torch.float32),

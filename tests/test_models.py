@@ -15,7 +15,6 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
-
 def test_mlp_structure_and_shape():
     m = MLP(8, 16, 3, depth=3)
     linears = [l for l in m.modules() if isinstance(l, nn.Linear)]

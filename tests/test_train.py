@@ -19,7 +19,6 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
-
 def test_train_step_does_not_sync(monkeypatch):
     """No .item() in train_step itself; with torch's GradScaler only its own one sync per step remains."""
     X, y = make_data("mlp", 16)
