@@ -183,7 +183,8 @@ def test_gradient_range_map_scale_sweep_matches_classify():
         m.scale_slider.value = 2.0 ** k
         assert m.classification == classify(grads * 2.0 ** k, "fp16")
         assert np.array_equal(m.hist.get_data().edges, edges0 + k)
-        assert f"2^{k}" in m.hist_text.get_text()
+        assert f"2^{k}" in m.hist_text.get_text() and f"2^{k} " in m.summary.value
+        assert f"normal {100 * m.classification.normal:.1f} %" in m.summary.value
     assert m.classification.normal == 1 - m.classification.zero  # at 2^32 every nonzero gradient is normal
     m.set_scale(2.0 ** 40)  # beyond the slider: 1e-6 * 2^40 ~ 1.1e6 > 65504, most now overflow
     assert 0.5 < m.classification.overflow < 1 and m.classification == classify(grads * 2.0 ** 40, "fp16")

@@ -162,7 +162,9 @@ class RangeMap:
                                                  continuous_update=True, layout=W.Layout(width="520px"))
             self.scale_slider.add_class("ampkit-scale-slider")
             self.scale_slider.observe(lambda ch: self.set_scale(ch["new"]), names="value")
-            children = [self.scale_slider, self.image]
+            self.summary = W.HTML()
+            self.summary.add_class("ampkit-scale-summary")
+            children = [self.scale_slider, self.summary, self.image]
         self.widget = W.VBox(children)
         if values is not None:
             self._update_hist()
@@ -250,10 +252,12 @@ class RangeMap:
         self.hist.set_data(values=self._counts, edges=self._edges + shift)
         c = classify(self.values * self.scale, self.fmts[0])
         self.classification = c
-        self.hist_text.set_text(
-            f"scale {self.scale:g} = 2^{shift:.0f} · {SHORT_NAMES.get(c.fmt, c.fmt)}: "
-            f"flushed {100 * c.flushed:.1f} % · subnormal {100 * c.subnormal:.1f} % · "
-            f"normal {100 * c.normal:.1f} % · overflow {100 * c.overflow:.1f} % · zero {100 * c.zero:.1f} %")
+        line = (f"scale {self.scale:g} = 2^{shift:.0f} · {SHORT_NAMES.get(c.fmt, c.fmt)}: "
+                f"flushed {100 * c.flushed:.1f} % · subnormal {100 * c.subnormal:.1f} % · "
+                f"normal {100 * c.normal:.1f} % · overflow {100 * c.overflow:.1f} % · zero {100 * c.zero:.1f} %")
+        self.hist_text.set_text(line)
+        if hasattr(self, "summary"):
+            self.summary.value = f"<code>{html.escape(line)}</code>"
 
     def redraw(self) -> None:
         """Blit the moving artists onto the saved background and send the PNG to ``.image``."""

@@ -84,5 +84,11 @@ def test_loss_scale_slider_moves_the_gradient_histogram(lab):
         arg=[1, before], timeout=30_000)
     readout = lab.sliders(page).nth(1).locator(".widget-readout").first.inner_text()
     assert readout.strip() == "256"
+    # the kernel has processed all eight presses when its summary line says 2^8
+    page.wait_for_function(
+        "() => (document.querySelector('.ampkit-scale-summary') || {}).textContent?.includes('= 2^8 ')",
+        timeout=30_000)
+    summary = shown(page, ".ampkit-scale-summary")
+    assert summary.startswith("scale 256 = 2^8 · fp16: flushed")
     lab.screenshot(page, "01_fp16_range-gradient-map")
     lab.assert_clean(page)
