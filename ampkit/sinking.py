@@ -1103,5 +1103,9 @@ def calibrate(**bench_kwargs: Any) -> Calibration:
 
 
 def measure_modes(steps: int = 16, sink_size: int = 8, **bench_kwargs: Any) -> dict[str, ModeMeasurement]:
-    """Time the four modes for real with a fresh :class:`SinkBench` (keywords go to it)."""
+    """Time the four modes for real with a fresh :class:`SinkBench` (keywords go to it).
+
+    >>> sorted(measure_modes(steps=4, sink_size=2, compile=False, n_samples=64, prep_seconds=0.0))
+    ['data', 'data+graph', 'data+graph+loop', 'none']
+    """
     return SinkBench(**bench_kwargs).measure(steps, sink_size)
