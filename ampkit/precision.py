@@ -149,6 +149,12 @@ class MixedPrecision:
                 f"masters={len(self.masters)})")
 
     @property
+    def optimizer_params(self) -> list[nn.Parameter]:
+        """The tensors the optimizer steps: the fp32 masters under O2, the model's parameters otherwise.
+        Clip these (after ``scaler.unscale_(mp.optimizer)``): ``clip_grad_norm_(mp.optimizer_params, 1.0)``."""
+        return self.masters if self.level == "O2" else self.params
+
+    @property
     def compute_dtype(self) -> torch.dtype:
         """The dtype the matmuls run in: float32 for O0, the low dtype otherwise."""
         return torch.float32 if self.level == "O0" else self.dtype

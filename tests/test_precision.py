@@ -140,6 +140,7 @@ def test_o2_grad_scaler_unscales_fp32_master_grads():
     scaled = [mm.grad.clone() for mm in mp.masters]
     for p, mm in zip(mp.params, mp.masters):
         assert torch.equal(mm.grad, p.grad.float())
+    assert mp.optimizer_params is mp.masters
     sc.unscale_(mp.optimizer)  # would raise "Attempting to unscale FP16 gradients" without masters
     for g, mm in zip(scaled, mp.masters):
         assert mm.grad.dtype == torch.float32
@@ -178,6 +179,7 @@ def test_o3_everything_low(name):
     assert all(b.dtype == torch.float16 for b in m.buffers() if b.is_floating_point())
     assert mp.masters == []
     assert {id(p) for g in opt.param_groups for p in g["params"]} == {id(p) for p in m.parameters()}
+    assert [id(p) for p in mp.optimizer_params] == [id(p) for p in m.parameters()]
 
 
 # The synthetic task (blobs, MLP with LayerNorm, Adam lr 3e-3, 60 steps, batch 64) for every level x dtype.
@@ -372,3 +374,14 @@ def test_o2_hooks_can_be_removed():
     assert isinstance(mp, MixedPrecision) and len(mp._hooks) == 4
     mp.remove_hooks()
     assert not mp._hooks
+
+
+def test_trace_of_the_cnn_with_batchnorm():
+    m = build_model("cnn_bn")
+    x = torch.zeros(2, 1, 32, 32)
+    o2 = {t.name: t for t in trace_dtypes(m, x, "O2", "fp16")}
+    assert o2["conv"].param_dtype == torch.float16 and o2["conv"].output_dtype == torch.float16
+    assert o2["bn"].param_dtype == o2["bn"].input_dtype == o2["bn"].output_dtype == torch.float32
+    assert o2["relu1"].input_dtype == torch.float16  # cast back after the norm
+    o1 = {t.name: t for t in trace_dtypes(m, x, "O1", "bf16")}
+    assert o1["conv"].note == "autocast lowers this op" and o1["fc1"].output_dtype == torch.bfloat16
