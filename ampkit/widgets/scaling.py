@@ -11,16 +11,13 @@ import math
 from collections.abc import Sequence
 
 import ipywidgets as W
-import matplotlib
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # figures of their own: the pyplot backend is untouched
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
-
-from ampkit.formats import format_name, info, range_bands  # noqa: E402
-from ampkit.scaling import Replay, ScaleReport, log2_histogram, replay, safe_window, scale_sweep  # noqa: E402
+from ampkit.formats import format_name, info, range_bands
+from ampkit.scaling import Replay, ScaleReport, log2_histogram, replay, safe_window, scale_sweep
 
 __all__ = ["VisualLossScaler", "ScalerReplay", "scaler_readout_html", "replay_readout_html", "DTYPE_CHOICES"]
 
