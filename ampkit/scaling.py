@@ -166,7 +166,7 @@ class _ScalerBase:
 
     # -- torch.amp.GradScaler's calls -----------------------------------------------------------------
     def is_enabled(self) -> bool:
-        """Always True (torch's disabled scaler is :class:`NoLossScaler` here)."""
+        """True: this scaler scales (:class:`NoLossScaler` says False, like torch's disabled scaler)."""
         return True
 
     def get_scale(self) -> float:
@@ -383,6 +383,11 @@ class NoLossScaler(_ScalerBase):
     def __init__(self, *, track: str | torch.dtype | None = None, record_history: bool = True):
         super().__init__(1.0, track=track, record_history=record_history)
         self._materialised = True
+        self._warned_bf16 = True     # no scaling, nothing to warn about with bf16
+
+    def is_enabled(self) -> bool:
+        """False: like a disabled ``torch.amp.GradScaler`` it neither scales nor skips (it still records history)."""
+        return False
 
     def __repr__(self) -> str:
         return "NoLossScaler()"

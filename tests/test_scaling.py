@@ -396,6 +396,19 @@ def test_no_loss_scaler_is_plain_training():
     assert n.history[-1].found_inf and not n.history[-1].skipped
 
 
+def test_no_loss_scaler_is_a_disabled_scaler_and_quiet_with_bf16():
+    n = NoLossScaler()
+    assert not n.is_enabled() and DynamicLossScaler().is_enabled() and StaticLossScaler(2.0).is_enabled()
+    p = torch.ones(3, dtype=torch.bfloat16, requires_grad=True)
+    opt = torch.optim.SGD([p], lr=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        n.scale((p * 2).sum()).backward()
+        n.step(opt)
+        n.update()
+    assert torch.equal(p, torch.zeros(3, dtype=torch.bfloat16))
+
+
 def test_no_loss_scaler_accepts_fp16_grads_o3():
     p = torch.ones(3, dtype=torch.float16, requires_grad=True)
     opt = torch.optim.SGD([p], lr=0.5)
