@@ -617,3 +617,20 @@ def test_replay_uses_the_scalers_rule():
     assert min(r.scales) == 2.0**30 and r.skipped > 0
     with pytest.raises(ValueError, match="hysteresis"):
         replay([1.0], hysteresis=0)
+
+
+def test_works_in_ampkit_train_loop_like_torchs_scaler():
+    from ampkit.data import make_blobs
+    from ampkit.models import MLP
+    from ampkit.train import train
+
+    X, y = make_blobs(256, n_features=8, n_classes=3, seed=0)
+    hists = []
+    for scaler in (DynamicLossScaler(init_scale=2.0**30, growth_interval=4),
+                   torch.amp.GradScaler("cpu", init_scale=2.0**30, growth_interval=4)):
+        torch.manual_seed(0)
+        hists.append(train(MLP(8, 16, 3), (X * 100, y), level="O1", dtype="fp16", scaler=scaler, steps=12,
+                           batch_size=32))
+    ours, ref = hists
+    assert ours.scales == ref.scales and ours.skipped == ref.skipped and ours.losses == ref.losses
+    assert ours.n_skipped > 0                     # 2**30 overflows fp16 at first: the scaler backs off
