@@ -221,12 +221,22 @@ class Lab:
 
     @staticmethod
     def text(page, selector: str) -> str:
+        """Text of the first match. Scrolled into view first: JupyterLab does not lay out text of cells scrolled
+        away, where innerText would be empty; textContent is the fallback."""
         loc = page.locator(selector).first
         loc.wait_for(state="attached")
-        return loc.inner_text()
+        try:
+            loc.scroll_into_view_if_needed(timeout=5_000)
+        except Exception:  # re-rendered while scrolling: read it anyway
+            pass
+        return loc.inner_text() or loc.text_content() or ""
 
     def wait_for_change(self, page, selector: str, old_text: str, timeout_ms: int = 30_000) -> str:
         """Wait until the first element matching ``selector`` shows text other than ``old_text``; return it."""
+        try:  # the element may be re-rendered (detached) by the very update we are waiting for
+            page.locator(selector).first.scroll_into_view_if_needed(timeout=5_000)
+        except Exception:
+            pass
         page.wait_for_function(
             "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
             arg=[selector, old_text], timeout=timeout_ms)
@@ -236,7 +246,7 @@ class Lab:
         """Wait until the first element matching ``selector`` contains ``needle`` (the *final* state after several
         key presses, not just the first change); return its text."""
         page.wait_for_function(
-            "([sel, needle]) => { const e = document.querySelector(sel); return e && e.innerText.includes(needle); }",
+            "([sel, needle]) => { const e = document.querySelector(sel); return e && e.textContent.includes(needle); }",
             arg=[selector, needle], timeout=timeout_ms)
         return self.text(page, selector)
 
