@@ -634,3 +634,12 @@ def test_works_in_ampkit_train_loop_like_torchs_scaler():
     ours, ref = hists
     assert ours.scales == ref.scales and ours.skipped == ref.skipped and ours.losses == ref.losses
     assert ours.n_skipped > 0                     # 2**30 overflows fp16 at first: the scaler backs off
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import ampkit.scaling
+
+    result = doctest.testmod(ampkit.scaling, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 15 and result.failed == 0

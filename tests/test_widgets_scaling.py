@@ -116,3 +116,12 @@ def test_replay_bad_input():
         ScalerReplay([])
     with pytest.raises(ValueError, match="finite"):
         replay([1.0, float("nan")])
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import ampkit.widgets.scaling
+
+    result = doctest.testmod(ampkit.widgets.scaling)
+    assert result.attempted >= 4 and result.failed == 0
