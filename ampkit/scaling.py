@@ -460,7 +460,8 @@ class DynamicLossScaler(_ScalerBase):
         init_scale = _check_positive_finite("init_scale", init_scale)
         growth_factor = _check_positive_finite("growth_factor", growth_factor)
         if growth_factor <= 1.0:
-            raise ValueError(f"growth_factor must be > 1 (the scale grows by it; torch's default 2.0); got {growth_factor!r}")
+            raise ValueError(f"growth_factor must be > 1 (the scale grows by it; torch's default 2.0); "
+                             f"got {growth_factor!r}")
         backoff_factor = _check_positive_finite("backoff_factor", backoff_factor)
         if not 0.0 < backoff_factor < 1.0:
             raise ValueError(f"backoff_factor must be in (0, 1) (the scale shrinks by it; torch's default 0.5); "
@@ -472,7 +473,8 @@ class DynamicLossScaler(_ScalerBase):
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"min_scale ({min_scale!r}) must be <= max_scale ({max_scale!r})")
         if (lo is not None and init_scale < lo) or (hi is not None and init_scale > hi):
-            raise ValueError(f"init_scale ({init_scale!r}) must lie in [min_scale, max_scale] = [{min_scale!r}, {max_scale!r}]")
+            raise ValueError(f"init_scale ({init_scale!r}) must lie in [min_scale, max_scale] = "
+                             f"[{min_scale!r}, {max_scale!r}]")
         super().__init__(init_scale, track=track, record_history=record_history)
         self._growth_factor = growth_factor
         self._backoff_factor = backoff_factor
@@ -576,19 +578,26 @@ class DynamicLossScaler(_ScalerBase):
 #: the torch row is checked against the installed torch in the tests and in notebook 03).
 SCALER_DEFAULTS: list[dict[str, str]] = [
     {"system": "PyTorch torch.amp.GradScaler", "initial scale": "2^16", "growth": "x2 every 2000 clean steps",
-     "backoff": "x0.5", "floor / ceiling": "none (never grows to inf)", "hysteresis": "1"},
+     "backoff": "x0.5", "floor / ceiling": "none (never grows to inf)", "hysteresis": "1",
+     "notes": "skips inf/NaN steps; CPU since torch 2.3"},
     {"system": "NVIDIA Apex amp (deprecated)", "initial scale": "2^16", "growth": "x2 every 2000",
-     "backoff": "x0.5", "floor / ceiling": "optional min / max 2^24", "hysteresis": "1"},
+     "backoff": "x0.5", "floor / ceiling": "optional min / max 2^24", "hysteresis": "1",
+     "notes": "halves on overflow and skips the step"},
     {"system": "MindSpore DynamicLossScaleManager", "initial scale": "2^24", "growth": "x2 every 2000",
-     "backoff": "/2", "floor / ceiling": "floor 1 (functional scaler)", "hysteresis": "1"},
+     "backoff": "/2", "floor / ceiling": "floor 1 (functional scaler)", "hysteresis": "1",
+     "notes": "functional DynamicLossScaler does not skip: user code gates on all_finite(grads)"},
     {"system": "PaddlePaddle GradScaler", "initial scale": "2^16 (2.2: 2^15)", "growth": "x2 every 2000 (2.2: 1000)",
-     "backoff": "x0.5 after 1 bad step (2.2: 2)", "floor / ceiling": "none", "hysteresis": "decr_every_n_nan_or_inf=1"},
+     "backoff": "x0.5 after 1 bad step (2.2: 2)", "floor / ceiling": "none", "hysteresis": "decr_every_n_nan_or_inf=1",
+     "notes": "minimize() = step + update"},
     {"system": "jmp DynamicLossScale (JAX)", "initial scale": "user-given", "growth": "x2 every 2000",
-     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "1"},
+     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "1",
+     "notes": "immutable: adjust() returns a new scaler"},
     {"system": "Keras LossScaleOptimizer", "initial scale": "2^15", "growth": "x2 every 2000",
-     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "1"},
+     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "1",
+     "notes": "wraps the optimizer"},
     {"system": "DeepSpeed fp16", "initial scale": "2^16", "growth": "x2 every 1000",
-     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "2"},
+     "backoff": "/2", "floor / ceiling": "floor 1", "hysteresis": "2",
+     "notes": "only the N-th overflow in a row lowers the scale; every overflow step is skipped"},
 ]
 
 

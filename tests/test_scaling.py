@@ -56,8 +56,12 @@ def one_step(scaler, params, opt, cs) -> bool:
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.view(torch.int32) if a.dtype == torch.float32
-                                                                    else a, b.view(torch.int32) if b.dtype == torch.float32 else b)
+    """Equal bit patterns (so -0.0 != 0.0 and NaN == NaN of the same payload)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype == torch.float32:
+        a, b = a.view(torch.int32), b.view(torch.int32)
+    return torch.equal(a, b)
 
 
 def opt_state_equal(o1: torch.optim.Optimizer, o2: torch.optim.Optimizer) -> bool:
@@ -166,7 +170,8 @@ def test_parity_scaled_loss_and_fp16_loss_promotion():
 
 
 def test_parity_with_clipping_between_unscale_and_step():
-    ours, ref = DynamicLossScaler(init_scale=2.0**10, growth_interval=3), torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
+    ours = DynamicLossScaler(init_scale=2.0**10, growth_interval=3)
+    ref = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
     p1, p2 = make_params(1), make_params(1)
     o1, o2 = make_opt(p1, "adam"), make_opt(p2, "adam")
     for i in range(12):
