@@ -100,8 +100,8 @@ def check_batch(batch: Any, index: int = 0) -> None:
                 walk(o, f"{where}[{k!r}]")
             return
         at = f" at {where}" if where else ""
-        raise TypeError(f"batch {index} contains an item of type {type(obj).__name__}{at}; a data sink moves {_VALID_BATCH} "
-                        "(convert numbers and arrays with torch.as_tensor)")
+        raise TypeError(f"batch {index} contains an item of type {type(obj).__name__}{at}; a data sink moves "
+                        f"{_VALID_BATCH} (convert numbers and arrays with torch.as_tensor)")
     walk(batch, "")
 
 
@@ -876,7 +876,8 @@ class Calibration:
     back (``stack(...).tolist()``); ``callback``: one LossMonitor call; ``copy``: moving one batch to the device
     (0 on CPU: the data already lives there); ``prep``: the loader's time per batch; ``eager_step`` /
     ``graph_step``: one step alone, eager and compiled (``None`` when the graph sink fell back);
-    ``async_device``: whether the device runs behind the host (CUDA) or the host computes (CPU).
+    ``async_device``: whether the device runs behind the host (CUDA) or the host computes (CPU); ``handoff``: extra
+    time per batch when batches come through a :class:`DevicePrefetcher` (thread wake-ups, passing Python's GIL).
     """
 
     device: str
@@ -892,6 +893,7 @@ class Calibration:
     compile_seconds: float | None
     graph_message: str
     async_device: bool
+    handoff: float = 0.0
 
     def params(self, sink_size: int = 8, depth: int = 2):
         """The :class:`ampkit.timeline.SimParams` for these costs."""
@@ -899,7 +901,7 @@ class Calibration:
 
         graph_compute = None if self.graph_step is None else max(self.graph_step - self.launch, 0.0)
         return SimParams(prep=self.prep, copy=self.copy, n_ops=self.n_ops, launch=self.launch, op=self.op,
-                         sync=self.sync, callback=self.callback, graph_launch=self.launch,
+                         sync=self.sync, callback=self.callback, handoff=self.handoff, graph_launch=self.launch,
                          graph_compute=graph_compute, depth=depth, sink_size=sink_size,
                          async_device=self.async_device)
 
@@ -912,6 +914,7 @@ class Calibration:
                f"callback (LossMonitor):   {self.callback * us:7.2f} µs",
                f"copy of one batch:        {self.copy * us:7.2f} µs",
                f"data prep per batch:      {self.prep * us:7.2f} µs",
+               f"data sink handoff/batch:  {self.handoff * us:7.2f} µs",
                f"eager step alone:         {self.eager_step * us:7.2f} µs"]
         if self.graph_step is not None:
             out.append(f"compiled step alone:      {self.graph_step * us:7.2f} µs   "
@@ -1003,9 +1006,14 @@ class SinkBench:
         it = _endless(self.loader)
         prep = _best_per_call(lambda: next(it), 4, repeats, torch.device("cpu"))
         it.close()
+        batches = [self.sample] * 32
+        cpu = torch.device("cpu")
+        plain = _best_per_call(lambda: [b for b in batches], 1, repeats, cpu) / len(batches)
+        through = _best_per_call(lambda: [b for b in DevicePrefetcher(batches, dev, 2)], 1, repeats, dev) / len(batches)
+        handoff = max(through - plain, 0.0)
         return Calibration(str(dev), launch, op, n_ops, sync, callback, copy, prep, eager_step, graph_step,
                            graph_model._loss_graph.compile_seconds, graph_model.graph_message,
-                           async_device=dev.type == "cuda")
+                           async_device=dev.type == "cuda", handoff=handoff)
 
     def measure(self, steps: int = 16, sink_size: int = 8,
                 modes: Sequence[str] = ("none", "data", "data+graph", "data+graph+loop"), depth: int = 2,
@@ -1026,6 +1034,8 @@ class SinkBench:
                 graph = mode in ("data+graph", "data+graph+loop")
                 self._warmup(graph)
                 model = self.models[graph]
+                for _ in range(2):              # warm this model's caches after the other mode's run
+                    model.step(*self.sample)
                 if mode == "data+graph+loop":
                     log = loop_sink(model.step, self.loader, max(1, steps // sink_size), sink_size, [LossMonitor()],
                                     prefetch_depth=depth, device=self.device)

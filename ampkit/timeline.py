@@ -7,7 +7,7 @@ lanes and gives the timeline and the step time of the four modes:
 
 - ``"none"``: the host prepares and copies each batch itself, launches every op, and syncs after every step.
 - ``"data"`` (data sink): a loader lane (a background worker) prepares and copies batches ahead, through a queue of
-  ``depth`` batches, so preparation overlaps compute.
+  ``depth`` batches, so preparation overlaps compute; taking a batch from the worker costs the host ``handoff``.
 - ``"data+graph"`` (+ graph sink): the step's ops are launched as one compiled graph: one launch per step.
 - ``"data+graph+loop"`` (+ loop sink): the host syncs and runs callbacks once per ``sink_size`` steps.
 
@@ -49,6 +49,8 @@ class SimParams:
     ``prep``: host time to prepare one batch; ``copy``: host→device copy of one batch; ``n_ops``: ops per step;
     ``launch``: host cost to launch one op; ``op``: device time of one op; ``sync``: host cost of one sync (reading a
     value back) once the device is idle; ``callback``: host cost of the callbacks run after a sync;
+    ``handoff``: host cost of taking one batch from the data sink's worker thread (waking it, passing Python's GIL;
+    0 for a sink that lives on the device, as MindSpore's does);
     ``graph_launch``: host cost to launch the whole compiled step (default: ``launch``); ``graph_compute``: device
     time of the compiled step (default: ``n_ops * op``; fusion can make it smaller); ``depth``: batches the data
     sink's queue holds; ``sink_size``: steps per sync in loop sink mode; ``async_device``: the device runs behind
@@ -65,6 +67,7 @@ class SimParams:
     op: float = 0.0
     sync: float = 0.0
     callback: float = 0.0
+    handoff: float = 0.0
     graph_launch: float | None = None
     graph_compute: float | None = None
     depth: int = 2
@@ -72,7 +75,7 @@ class SimParams:
     async_device: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("prep", "copy", "launch", "op", "sync", "callback"):
+        for name in ("prep", "copy", "launch", "op", "sync", "callback", "handoff"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0 or v != v:
                 raise ValueError(f"{name} must be a number >= 0 (seconds); got {v!r}")
@@ -104,8 +107,8 @@ class SimParams:
 
 @dataclass(frozen=True)
 class Event:
-    """One bar of the Gantt chart: ``lane`` (loader, host, device), ``kind`` (prep, copy, launch, compute, wait,
-    sync, callback), start and end time, and the step it belongs to."""
+    """One bar of the Gantt chart: ``lane`` (loader, host, device), ``kind`` (prep, copy, handoff, launch, compute,
+    wait, sync, callback), start and end time, and the step it belongs to."""
 
     lane: str
     kind: str
@@ -208,6 +211,7 @@ class _Sim:
                 loader = put
                 self.wait_host_until(done, k)
                 take.append(self.host)
+                self.host_work("handoff", p.handoff, k)
             else:
                 self.host_work("prep", p.prep, k)
                 start = max(self.host, self.dev)    # a synchronous copy waits for the device's queue
@@ -262,8 +266,8 @@ CPU_LIKE = replace(GPU_LIKE, copy=5e-6, sync=1e-6, async_device=False)
 
 
 #: Colours of the event kinds in the Gantt chart.
-KIND_COLOURS = {"prep": "#8c6bb1", "copy": "#fdae61", "launch": "#4575b4", "compute": "#1a9850",
-                "wait": "#e0e0e0", "sync": "#d73027", "callback": "#f46d43"}
+KIND_COLOURS = {"prep": "#8c6bb1", "copy": "#fdae61", "handoff": "#80cdc1", "launch": "#4575b4",
+                "compute": "#1a9850", "wait": "#e0e0e0", "sync": "#d73027", "callback": "#f46d43"}
 
 
 def gantt_bars(timeline: Timeline, max_bars: int = 3000) -> list[Event]:

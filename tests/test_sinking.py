@@ -506,10 +506,10 @@ def test_bench_calibrate_and_compare_structure():
     cal = bench.calibrate(repeats=1)
     assert isinstance(cal, Calibration) and cal.graph_step is None and not cal.async_device
     assert cal.n_ops == count_ops(bench.models[False].step, *bench.sample) and cal.copy == 0.0
-    assert all(v >= 0 for v in (cal.launch, cal.op, cal.sync, cal.callback, cal.prep, cal.eager_step))
+    assert all(v >= 0 for v in (cal.launch, cal.op, cal.sync, cal.callback, cal.prep, cal.eager_step, cal.handoff))
     assert "launch" in "\n".join(cal.lines())
     p = cal.params(sink_size=4)
-    assert p.n_ops == cal.n_ops and p.sink_size == 4 and p.async_device is False
+    assert p.n_ops == cal.n_ops and p.sink_size == 4 and p.async_device is False and p.handoff == cal.handoff
     meas = bench.measure(steps=8, sink_size=4, rounds=1)
     assert list(meas) == ["none", "data", "data+graph", "data+graph+loop"]
     assert meas["data+graph+loop"].syncs == 2 and meas["none"].syncs == 8

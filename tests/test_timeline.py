@@ -65,6 +65,17 @@ def test_data_sink_queue_depth_blocks_the_loader():
     assert deeper.total == pytest.approx(13.0)   # depth does not change a compute-bound step
 
 
+def test_data_sink_handoff_costs_the_host_per_batch():
+    # taking a batch from the worker thread costs the host 0.5 before it can launch the step
+    p = SimParams(prep=1.0, handoff=0.5, n_ops=1, op=1.0)
+    tl = simulate("data", p, steps=2)
+    assert bars(tl, "host") == [("wait", 0, 1), ("handoff", 1, 1.5), ("wait", 1.5, 2.5), ("handoff", 2.5, 3),
+                                ("wait", 3, 4)]
+    assert bars(tl, "device") == [("compute", 1.5, 2.5), ("compute", 3, 4)]
+    assert tl.total == pytest.approx(4.0)
+    assert simulate("none", p, steps=2).total == pytest.approx(4.0)   # no worker, no handoff: prep + op
+
+
 def test_graph_sink_one_launch_per_step():
     p = SimParams(n_ops=10, launch=1.0, op=0.5, async_device=False)
     assert simulate("data", p, steps=2).step_time == pytest.approx(15.0)       # 10 * (1 + 0.5)
@@ -114,7 +125,7 @@ def test_presets_show_the_lesson():
 def params(draw):
     f = st.floats(0.0, 5.0, allow_nan=False)
     return SimParams(prep=draw(f), copy=draw(f), n_ops=draw(st.integers(1, 6)), launch=draw(f), op=draw(f),
-                     sync=draw(f), callback=draw(f), graph_launch=draw(st.none() | f),
+                     sync=draw(f), callback=draw(f), handoff=draw(st.just(0.0) | f), graph_launch=draw(st.none() | f),
                      graph_compute=draw(st.none() | f), depth=draw(st.integers(1, 4)),
                      sink_size=draw(st.integers(1, 6)), async_device=draw(st.booleans()))
 
@@ -135,8 +146,9 @@ def test_invariants(p, steps):
         assert math.isclose(compute, expected, rel_tol=1e-9, abs_tol=1e-9)
         assert tl.total >= expected - 1e-9
         assert 0.0 <= tl.utilisation <= 1.0 + 1e-9
-    # the data sink never makes it slower; the loop sink never makes the graph sink slower
-    assert tls["data"].total <= tls["none"].total + 1e-9
+    # without a handoff cost the data sink never makes it slower; the loop sink never makes the graph sink slower
+    if p.handoff == 0:
+        assert tls["data"].total <= tls["none"].total + 1e-9
     assert tls["data+graph+loop"].total <= tls["data+graph"].total + 1e-9
     assert tls["data+graph+loop"].syncs == -(-steps // p.sink_size)
     assert tls["none"].syncs == steps
@@ -148,6 +160,7 @@ def test_invariants(p, steps):
     (dict(depth=0), "depth"),
     (dict(n_ops=0), "n_ops must be an integer >= 1"),
     (dict(prep=-1.0), "prep must be a number >= 0"),
+    (dict(handoff=-1e-6), "handoff must be a number >= 0"),
     (dict(op=float("nan")), "op must be a number >= 0"),
     (dict(graph_compute=-1.0), "graph_compute must be None or a number >= 0"),
 ])

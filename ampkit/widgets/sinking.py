@@ -91,7 +91,7 @@ class SinkTimeline:
         self.collection = PolyCollection([], edgecolors="none")
         self.ax.add_collection(self.collection)
         self.ax.legend(handles=[Patch(color=c, label=k) for k, c in KIND_COLOURS.items()], loc="upper center",
-                       bbox_to_anchor=(0.5, -0.32), ncol=len(KIND_COLOURS), fontsize=8, frameon=False)
+                       bbox_to_anchor=(0.5, -0.32), ncol=len(KIND_COLOURS), fontsize=7, frameon=False)
         self.title = self.ax.set_title("", fontsize=9)
         self.fig.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.33)
 
@@ -108,7 +108,7 @@ class SinkTimeline:
         b = self.base
         n_ops, op = int(self.n_ops.value), self.op.value * _US
         return SimParams(prep=self.prep.value * _US, copy=b.copy, n_ops=n_ops, launch=self.launch.value * _US,
-                         op=op, sync=b.sync, callback=b.callback, graph_launch=b.graph_launch,
+                         op=op, sync=b.sync, callback=b.callback, handoff=b.handoff, graph_launch=b.graph_launch,
                          graph_compute=None if b.graph_compute is None else self.fusion * n_ops * op,
                          depth=b.depth, sink_size=int(self.sink_size.value),
                          async_device=bool(self.async_device.value))
@@ -170,7 +170,8 @@ class SinkTimeline:
                 c.observe(self._on_change, names="value")
         self.status.value = (f"<span class='ampkit-sink-status'>measured on {cal.device}: launch "
                              f"{p.launch / _US:.2f} µs/op, op {p.op / _US:.2f} µs, {p.n_ops} ops/step, "
-                             f"prep {p.prep / _US:.0f} µs/batch</span>")
+                             f"prep {p.prep / _US:.0f} µs/batch, data-sink handoff {p.handoff / _US:.0f} µs/batch"
+                             "</span>")
         self._update()
 
     def _ipython_display_(self) -> None:
