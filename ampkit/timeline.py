@@ -334,7 +334,8 @@ class Summary:
     speedup: float          # step time of "none" divided by this mode's
 
     def html(self) -> str:
-        return (f"<table class='ampkit-sink-summary'><tr><th>mode</th><th>step time</th><th>steps/s</th>"
+        return (f"<table class='ampkit-sink-summary' style='border-collapse:separate;border-spacing:14px 2px'>"
+                f"<tr><th>mode</th><th>step time</th><th>steps/s</th>"
                 f"<th>device busy</th><th>syncs/step</th><th>vs no sinking</th></tr>"
                 f"<tr><td><code>{self.mode}</code></td><td class='ampkit-sink-step'>{self.step_time * 1e6:.1f} µs</td>"
                 f"<td class='ampkit-sink-rate'>{self.steps_per_s:,.0f}</td>"

@@ -58,7 +58,7 @@ class SinkTimeline:
         self.op = W.FloatLogSlider(value=params.op / _US, base=10, min=-1, max=3, step=0.01,
                                    description="op time (µs)", readout_format=".3g", style=style, layout=lay)
         self.async_device = W.Checkbox(value=params.async_device, description="asynchronous device (GPU-like)",
-                                       style=style)
+                                       indent=False, layout=W.Layout(width="260px", margin="0 0 0 155px"))
         self.measure_button = W.Button(description="measure on this machine", icon="stopwatch",
                                        layout=W.Layout(width="220px"))
         self.status = W.HTML()
