@@ -7,13 +7,6 @@ from ampkit.data import batches, make_blobs, make_data, make_images, make_sequen
 from ampkit.models import MODEL_NAMES, build_model
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are tiny: one thread is as fast and much steadier when other jobs share the CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("maker,shape,dtype", [

@@ -6,13 +6,6 @@ from torch import nn
 from ampkit.models import MLP, MODEL_NAMES, SimpleCNN, TinyTransformer, build_model
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are tiny: one thread is as fast and much steadier when other jobs share the CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_mlp_structure_and_shape():

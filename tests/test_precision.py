@@ -13,13 +13,6 @@ from ampkit.precision import (DOCUMENTED_AUTOCAST, LEVEL_MAP, LEVELS, MixedPreci
 from ampkit.train import train, train_step
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are tiny: one thread is as fast and much steadier when other jobs share the CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}

@@ -15,13 +15,6 @@ from ampkit.scaling import TORCH_STATE_KEYS, DynamicLossScaler, NoLossScaler, St
 INF, NAN = float("inf"), float("nan")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster and immune to other processes' load; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 # --- a tiny "model" whose gradients we choose: loss = sum(p * c)  =>  p.grad = scale * c --------------------

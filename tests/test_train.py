@@ -10,13 +10,6 @@ from ampkit.train import (History, LevelRunCache, LiveLossPlot, evaluate, make_o
                           train_step)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are tiny: one thread is as fast and much steadier when other jobs share the CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_train_step_does_not_sync(monkeypatch):

@@ -11,13 +11,6 @@ from ampkit.scaling import capture_gradients, replay, safe_window, scale_report,
 from ampkit.widgets.scaling import DTYPE_CHOICES, ScalerReplay, VisualLossScaler
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is faster and immune to other processes' load; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,34 @@
 """Thin ipywidgets views over ampkit's pure functions; the only part of ampkit that imports ipywidgets.
 
-One module per widget family: ``start`` (notebook 00), and one per later notebook.
-Every widget is a class holding its controls as attributes (``.slider``, ...) and its last computed
-state, so tests can set ``.value`` headlessly and check what it shows; ``.widget`` is what to display.
+One module per notebook: ``start`` (00), ``formats`` (01), ``precision`` (02), ``scaling`` (03), ``sinking`` (04).
+Every widget is a class holding its controls as attributes (``.slider``, ...) and its last computed state, so tests
+can set ``.value`` headlessly and check what it shows; ``.widget`` is what to display.
+
+Names are imported lazily (PEP 562): ``from ampkit.widgets import RoundingSlider`` loads only ``start``, so a
+notebook pays for matplotlib only when it uses a widget that plots.
 """
 from __future__ import annotations
 
-from ampkit.widgets.start import RoundingSlider
+import importlib
 
-__all__ = ["RoundingSlider"]
+_HOME = {
+    "RoundingSlider": "start",
+    "FloatExplorer": "formats",
+    "RangeMap": "formats",
+    "OLevelPicker": "precision",
+    "VisualLossScaler": "scaling",
+    "ScalerReplay": "scaling",
+    "SinkTimeline": "sinking",
+}
+
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        return getattr(importlib.import_module(f"ampkit.widgets.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'ampkit.widgets' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

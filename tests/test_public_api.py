@@ -1,0 +1,51 @@
+"""The public API: every name in __all__ exists, `import ampkit` needs no frontend, modules name their notebook."""
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import ampkit
+
+MODULE_NOTEBOOK = {"device": "00_start_here", "doctor": "00_start_here", "formats": "01_fp16_range",
+                   "precision": "02_autocast_and_levels", "scaling": "03_loss_scaling", "sinking": "04_data_sinking"}
+
+
+def test_all_names_exist_once():
+    assert len(ampkit.__all__) == len(set(ampkit.__all__))
+    for name in ampkit.__all__:
+        assert getattr(ampkit, name) is not None, name
+
+
+@pytest.mark.parametrize("module", ["formats", "models", "data", "precision", "train", "scaling", "sinking",
+                                    "timeline", "device", "doctor", "exercises", "widgets", "widgets.start",
+                                    "widgets.formats", "widgets.precision", "widgets.scaling", "widgets.sinking"])
+def test_each_module_declares_all(module):
+    mod = importlib.import_module(f"ampkit.{module}")
+    assert mod.__doc__ and mod.__all__
+    for name in mod.__all__:
+        assert hasattr(mod, name), f"ampkit.{module}.{name}"
+
+
+@pytest.mark.parametrize("module,notebook", MODULE_NOTEBOOK.items())
+def test_module_docstring_names_its_notebook(module, notebook):
+    assert notebook in importlib.import_module(f"ampkit.{module}").__doc__
+
+
+def test_import_ampkit_needs_no_widgets_or_plots():
+    code = "import sys, ampkit; print(sorted(m for m in ('ipywidgets', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_widgets_import_lazily():
+    code = ("import sys; from ampkit.widgets import RoundingSlider; a = 'matplotlib' in sys.modules; "
+            "from ampkit.widgets import VisualLossScaler; print(a, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"], out.stderr
+    import ampkit.widgets as w
+
+    assert set(w.__all__) <= set(dir(w))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        w.Nope  # noqa: B018
