@@ -1,9 +1,20 @@
-"""Command line: ``python -m ampkit doctor``."""
+"""Command line: ``python -m ampkit doctor`` (is this machine ready?) and ``python -m ampkit warmup``."""
 from __future__ import annotations
 
 import sys
 
-USAGE = "usage: python -m ampkit doctor\n  doctor  check Python, torch, widgets, the device and its fast dtypes"
+USAGE = """usage: python -m ampkit COMMAND
+  doctor  check Python, torch, widgets, the device and its fast dtypes (notebook 00)
+  warmup  compile notebook 04's graph-sink step once, so the workshop does not wait for torch.compile"""
+
+
+def warmup() -> int:
+    """Warm the kit's torch.compile cache; reports, never fails (eager fallback is fine for the notebooks)."""
+    from ampkit.sinking import warm_compile_cache
+
+    compiled, seconds, note = warm_compile_cache()
+    print(f"{'[ OK ]' if compiled else '[WARN]'} warmup: {note} ({seconds:.1f} s)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -12,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         from ampkit.doctor import main as doctor_main
 
         return doctor_main(args[1:])
+    if args[:1] == ["warmup"]:
+        return warmup()
     print(USAGE, file=sys.stderr)
     return 2
 

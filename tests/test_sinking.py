@@ -544,3 +544,21 @@ def test_without_a_data_sink_the_loop_copies_batches_to_the_device():
 
     loop_sink(step, [torch.ones(2)] * 3, 1, sink_size=-1, device="meta")
     assert seen == ["meta"] * 3
+
+
+def test_warmup_cli_warms_the_kit_compile_cache():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ampkit", "warmup"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.strip()
+    assert line.startswith("[ OK ] warmup: compile cache warm in") or "runs eager" in line, line
+
+
+def test_warm_compile_cache_reports_a_missing_compiler(monkeypatch):
+    from ampkit import sinking
+
+    monkeypatch.setattr(sinking, "SinkBench", lambda **kw: (_ for _ in ()).throw(RuntimeError("no cc")))
+    compiled, seconds, note = sinking.warm_compile_cache()
+    assert not compiled and "no cc" in note and "eager" in note and seconds >= 0
