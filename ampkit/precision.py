@@ -28,6 +28,7 @@ import contextlib
 import copy
 import warnings
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 import torch
@@ -104,16 +105,21 @@ def resolve_level(level: str) -> str:
     raise ValueError(f"level must be one of {valid} (lower-case o0-o3 also accepted); got {level!r}{hint}")
 
 
-def _cast_floats(obj, dtype: torch.dtype):
+def map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """Apply ``fn`` to every tensor in a (nested) tuple/list/dict, keeping the structure (shared with sinking)."""
     if isinstance(obj, torch.Tensor):
-        return obj.to(dtype) if obj.is_floating_point() and obj.dtype != dtype else obj
+        return fn(obj)
     if isinstance(obj, tuple):
-        return tuple(_cast_floats(o, dtype) for o in obj)
+        return tuple(map_tensors(o, fn) for o in obj)
     if isinstance(obj, list):
-        return [_cast_floats(o, dtype) for o in obj]
+        return [map_tensors(o, fn) for o in obj]
     if isinstance(obj, dict):
-        return {k: _cast_floats(v, dtype) for k, v in obj.items()}
+        return {k: map_tensors(v, fn) for k, v in obj.items()}
     return obj
+
+
+def _cast_floats(obj, dtype: torch.dtype):
+    return map_tensors(obj, lambda t: t.to(dtype) if t.is_floating_point() and t.dtype != dtype else t)
 
 
 class MixedPrecision:

@@ -39,6 +39,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ampkit.precision import map_tensors
+
 __all__ = [
     "kit_cache_dir", "use_kit_compile_cache",
     "DevicePrefetcher", "check_batch", "batch_device", "check_same_device",
@@ -114,18 +116,6 @@ def _tensors(obj: Any) -> Iterator[torch.Tensor]:
     elif isinstance(obj, dict):
         for o in obj.values():
             yield from _tensors(o)
-
-
-def _map(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple):
-        return tuple(_map(o, fn) for o in obj)
-    if isinstance(obj, list):
-        return [_map(o, fn) for o in obj]
-    if isinstance(obj, dict):
-        return {k: _map(o, fn) for k, o in obj.items()}
-    return obj
 
 
 def batch_device(batch: Any) -> torch.device | None:
@@ -214,7 +204,7 @@ class DevicePrefetcher:
     # -- worker side ------------------------------------------------------------------------------------------
     def _move(self, batch: Any, stream) -> tuple[Any, Any]:
         if not self.cuda:
-            return _map(batch, lambda t: t.to(self.device)), None
+            return map_tensors(batch, lambda t: t.to(self.device)), None
 
         def move(t: torch.Tensor) -> torch.Tensor:
             if self.pin_memory and t.device.type == "cpu" and not t.is_pinned():
@@ -222,7 +212,7 @@ class DevicePrefetcher:
             return t.to(self.device, non_blocking=self.non_blocking)
 
         with torch.cuda.stream(stream):
-            moved = _map(batch, move)
+            moved = map_tensors(batch, move)
             event = torch.cuda.Event()
             event.record(stream)
         return moved, event
@@ -421,7 +411,7 @@ class CompiledStep:
         else:
             out = self._compiled_fn(*args, **kwargs)
         if self.mode == "reduce-overhead":
-            out = _map(out, lambda t: t.clone())
+            out = map_tensors(out, lambda t: t.clone())
         return out
 
 
@@ -631,7 +621,7 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
 
     def run(batch: Any) -> torch.Tensor:
         if dev is not None and not prefetch_depth:   # no data sink: the host copies each batch itself, blocking
-            batch = _map(batch, lambda t: t if _same_device(t.device, dev) else t.to(dev))
+            batch = map_tensors(batch, lambda t: t if _same_device(t.device, dev) else t.to(dev))
         return _call_step(step_fn, batch)
 
     t0 = time.perf_counter()
