@@ -52,5 +52,8 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+# Workshop and classroom targets, one file each: present/workshop, wheelhouse (offline room), hub (one server).
+include make/workshop.mk make/offline.mk make/hub.mk
+
 clean:
 	rm -rf $(VENV) .cache artifacts .pytest_cache build *.egg-info

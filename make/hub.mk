@@ -1,0 +1,1 @@
+# make hub (JupyterHub for a room on one machine)

@@ -1,0 +1,1 @@
+# make wheelhouse and make lab WHEELS=wheelhouse (an offline room)

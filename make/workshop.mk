@@ -1,0 +1,1 @@
+# make present [NB=...] (Voila dashboards) and make workshop (learner copies)
