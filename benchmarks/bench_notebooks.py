@@ -5,10 +5,17 @@ Budget for the series on a 2-core CPU: 00 <= 5 s, 01 <= 10 s, 02-06 <= 15 s each
 checked against; "nbval s" is the whole `pytest --nbval-lax NOTEBOOK` process, pytest's own start-up included.
 Both vary with the machine and its load.
 
-    python benchmarks/bench_notebooks.py [NOTEBOOK ...]
+    python benchmarks/bench_notebooks.py [--json [PATH]] [NOTEBOOK ...]
+
+`--json` also writes the figures to benchmarks/results/notebooks.json (or PATH), the file the instructor guide's
+run-time table is generated from (`python benchmarks/render_docs.py`); see docs/instructor-guide.md.
 """
 from __future__ import annotations
 
+import datetime
+import json
+import os
+import platform
 import subprocess
 import sys
 import time
@@ -17,6 +24,40 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = {"00": 5.0, "01": 10.0, "02": 15.0, "03": 15.0, "04": 15.0, "05": 15.0, "06": 15.0}
 TOTAL_BUDGET_S = 90.0
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "notebooks.json"
+
+
+def host_info() -> dict:
+    """The machine a measurement was taken on: CPU model, cores, memory (GiB), Python and torch versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        mem_gib = float("nan")
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = "not installed"
+    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem_gib, 1), "python": platform.python_version(),
+            "torch": torch_version}
+
+
+def results_json(rows: list[tuple], command: str) -> dict:
+    """The notebooks.json document (schema in benchmarks/render_docs.py) from the table's rows."""
+    notebooks = [{"name": Path(name).stem, "run_all_s": round(s, 2), "nbval_s": round(wall, 2),
+                  "budget_s": budget, "passed": test == "pass"} for name, s, wall, budget, test, _ in rows]
+    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": host_info(), "command": command, "notebooks": notebooks,
+            "total_run_all_s": round(sum(n["run_all_s"] for n in notebooks), 2),
+            "total_budget_s": TOTAL_BUDGET_S}
 
 
 def run_all_seconds(path: Path) -> float:
@@ -41,6 +82,14 @@ def time_notebook(path: Path) -> tuple[float, float, bool]:
 
 
 def main(argv: list[str]) -> int:
+    argv = list(argv)
+    json_path = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        argv.pop(i)
+        json_path = DEFAULT_JSON
+        if i < len(argv) and argv[i].endswith(".json"):
+            json_path = Path(argv.pop(i)).resolve()
     paths = [ROOT / a for a in argv] if argv else sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     rows, total, total_wall, ok_all = [], 0.0, 0.0, True
     for path in paths:
@@ -56,6 +105,11 @@ def main(argv: list[str]) -> int:
         print(f"{name:32s} {s:8.1f} {wall:10.1f} {budget if budget else float('nan'):7.1f} {test:>5s} {within:>7s}")
     print(f"{'TOTAL':32s} {total:8.1f} {total_wall:10.1f} {TOTAL_BUDGET_S:7.1f} {'':>5s} "
           f"{'yes' if total <= TOTAL_BUDGET_S else 'NO':>7s}")
+    if json_path is not None:
+        command = "python benchmarks/bench_notebooks.py --json" + "".join(f" {a}" for a in argv)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(results_json(rows, command), indent=2) + "\n")
+        print(f"wrote {json_path}")
     return 0 if ok_all else 1
 
 

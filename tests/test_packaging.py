@@ -66,6 +66,7 @@ def _make_dry_run(tmp_path, *args):
     (tmp_path / "ampkit").mkdir(exist_ok=True)
     for name in ("Makefile", "pyproject.toml", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)  # the Makefile includes make/*.mk
     out = subprocess.run(["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
@@ -121,6 +122,7 @@ def test_make_refuses_old_python_with_one_clear_line(tmp_path):
     (tmp_path / "ampkit").mkdir()
     for name in ("Makefile", "pyproject.toml", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)  # the Makefile includes make/*.mk
     out = subprocess.run(["make", f"PYTHON={fake}", "test"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "ampkit needs Python >= 3.10" in out.stdout and "Python 3.9.2" in out.stdout

@@ -1,0 +1,193 @@
+"""The room's load test, its hub side: one JupyterHub process from ``hub/jupyterhub_config.py`` on 127.0.0.1 (free
+ports, a temporary state folder, an API token for the load test as a hub service), its REST API, and the learner
+servers and accounts made and removed through it. Used by ``benchmarks/bench_hub.py``; it serves the room (a
+JupyterHub on one machine, ``hub/README.md``) and no notebook of its own.
+
+Standard library only at import time (``psutil``, from the ``hub`` extra, is imported when a hub's processes are
+looked at): the load test loads this file by its path, so that it never imports ``ampkit`` (and torch).
+
+>>> 1024 <= free_port() <= 65535
+True
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # never at run time: a Cleanup is anything with ``add(fn, *args)``
+    import psutil
+
+    from ampkit.classroom.loadtest import Cleanup
+
+#: The room's hub configuration, which every hub started here loads (``load_subconfig``) before its own additions.
+CONFIG = Path(__file__).resolve().parents[2] / "hub" / "jupyterhub_config.py"
+
+
+class HubError(RuntimeError):
+    """The hub did not start, answer or do what the load test asked of it."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Hub:
+    """One JupyterHub from hub/jupyterhub_config.py on 127.0.0.1, with this script's token, in a temp folder.
+    ``cleanup`` gets the steps that undo it: stopping the hub (and every process it left), removing the folder."""
+
+    def __init__(self, cleanup: Cleanup, venv: Path, config: Path = CONFIG):
+        self.tmp = Path(tempfile.mkdtemp(prefix="ampkit-hub-bench-"))
+        cleanup.add(shutil.rmtree, self.tmp, True)
+        self.venv, self.token = venv, secrets.token_hex(32)
+        self.port, hub_port, api_port = free_port(), free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        (self.tmp / "bench_config.py").write_text(
+            f"c = get_config()  # noqa\nload_subconfig({str(config)!r})  # noqa\n"
+            f"c.JupyterHub.services = list(c.JupyterHub.services) + [{{'name': 'ampkit-bench', "
+            f"'api_token': {self.token!r}}}]\n"
+            f"c.JupyterHub.load_roles = list(c.JupyterHub.load_roles) + [{{'name': 'ampkit-bench', 'services': "
+            f"['ampkit-bench'], 'scopes': ['admin:users', 'admin:servers', 'access:servers']}}]\n"
+            "c.Spawner.start_timeout = c.Spawner.http_timeout = 600   # K servers start at once on a few cores\n")
+        env = {**os.environ, "AMPKIT_HUB_IP": "127.0.0.1", "AMPKIT_HUB_PORT": str(self.port),
+               "AMPKIT_HUB_HUB_PORT": str(hub_port), "AMPKIT_HUB_PROXY_API_PORT": str(api_port),
+               "AMPKIT_HUB_STATE": str(self.tmp / "state"), "AMPKIT_HUB_VENV": str(venv),
+               "AMPKIT_HUB_PASSWORD": secrets.token_hex(8), "AMPKIT_HUB_IDLE_TIMEOUT": "3600"}
+        self.log_path = self.tmp / "hub.log"
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [str(venv / "bin" / "jupyterhub"), "-f", str(self.tmp / "bench_config.py")], cwd=self.tmp, env=env,
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))   # a background shell ignores SIGINT
+        self.known: dict[int, psutil.Process] = {}
+        cleanup.add(self.stop)
+
+    def log_tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def api(self, method: str, path: str, body=None, timeout: float = 30.0, base: str = "/hub/api"):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + base + path, data=data, method=method,
+                                     headers={"Authorization": f"token {self.token}",
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                raw = r.read()
+                return r.status, (json.loads(raw) if raw else None)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")[:300]
+
+    def wait_up(self, timeout: float = 90.0) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise HubError(f"the hub exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if self.api("GET", "/", timeout=3)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise HubError(f"the hub did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def remember_processes(self) -> None:
+        """Every process under the hub (proxy, culler, servers, kernels), to kill what a stop leaves behind."""
+        import psutil
+
+        try:
+            for p in psutil.Process(self.proc.pid).children(recursive=True):
+                self.known.setdefault(p.pid, p)
+        except psutil.NoSuchProcess:
+            pass
+
+    def processes(self) -> list[psutil.Process]:
+        self.remember_processes()
+        return [p for p in self.known.values() if _alive(p)]
+
+    def stop(self) -> None:
+        import psutil
+
+        self.remember_processes()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)        # the hub stops its servers, services and proxy
+            try:
+                self.proc.wait(45)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        left = [p for p in self.known.values() if _alive(p)]
+        names = []
+        for p in left:
+            try:
+                names.append(" ".join(p.cmdline()[:3])[-60:])
+            except psutil.Error:
+                pass
+        for p in left:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(left, timeout=10)
+        self._log.close()
+        print(f"   clean-up: hub stopped (exit {self.proc.returncode}), {len(left)} leftover process(es) killed "
+              f"{names}; removing {self.tmp}", flush=True)
+
+
+def _alive(p: psutil.Process) -> bool:
+    import psutil
+
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+# ---- learner servers and accounts, through the hub's REST API ----------------------------------------------------
+
+def wait_servers(h: Hub, names: list[str], timeout: float) -> None:
+    deadline, pending = time.monotonic() + timeout, set(names)
+    while pending:
+        for n in sorted(pending):
+            status, user = h.api("GET", f"/users/{n}")
+            server = (user or {}).get("servers", {}).get("", {}) if status == 200 else {}
+            if server.get("ready"):
+                pending.discard(n)
+        if pending and time.monotonic() > deadline:
+            raise HubError(f"servers not ready after {timeout:.0f} s: {sorted(pending)}\n{h.log_tail()}")
+        time.sleep(0.5)
+
+
+def stop_servers(h: Hub, names: list[str]) -> None:
+    print(f"   clean-up: stopping {len(names)} learner server(s) through the API", flush=True)
+    for n in names:
+        h.api("DELETE", f"/users/{n}/server", timeout=60)
+    deadline = time.monotonic() + 60 + 5 * len(names)
+    for n in names:
+        while time.monotonic() < deadline:
+            status, user = h.api("GET", f"/users/{n}")
+            if status != 200 or not user.get("servers"):
+                break
+            time.sleep(0.5)
+
+
+def delete_accounts(h: Hub, names: list[str]) -> None:
+    print(f"   clean-up: deleting {len(names)} learner account(s) through the API", flush=True)
+    for n in names:
+        status, body = h.api("DELETE", f"/users/{n}", timeout=60)
+        if status not in (204, 404):
+            raise HubError(f"could not delete {n} ({status}: {body})")

@@ -1,0 +1,258 @@
+"""Presenter mode: the kit's notebooks as Voilà dashboards (markdown, figures and live widgets; no code), for every
+notebook in ``notebooks/`` (no notebook of its own). ``make present`` runs :func:`main`::
+
+    make present                        # Voilà's file tree of notebooks/, pick one in the browser
+    make present NB=03_loss_scaling     # just that notebook (also NB=03 or NB=03_loss_scaling.ipynb)
+    make present NB=03 PRESENT_ARGS="--port=8870 --no-browser"
+    python -m ampkit.classroom.present --list
+
+It is bound to 127.0.0.1 (this machine only: the projector shows this machine's browser). Exposing it to the room
+is deliberate: ``--ip=0.0.0.0`` (then a token is required, made up if not given). Voilà runs the notebook in a new
+kernel for every visit (each open tab or reload is one kernel, started and run before the widgets appear), so a
+dashboard opened by 30 learners is 30 kernels on this machine.
+
+The functions are pure (paths and command lines); only :func:`main` starts a process. Voilà is not imported here:
+it is run as ``python -m voila`` with this Python (the kit's venv under ``make``), whose ``python3`` kernel is
+the same venv.
+
+>>> resolve_notebook("03").name
+'03_loss_scaling.ipynb'
+>>> cmd = voila_command("03", port=8870)
+>>> cmd[1:3], Path(cmd[3]).name, "--Voila.ip=127.0.0.1" in cmd, "--port=8870" in cmd, "--no-browser" in cmd
+(['-m', 'voila'], '03_loss_scaling.ipynb', True, True, False)
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["ROOT", "NOTEBOOKS", "DEFAULT_IP", "DEFAULT_PORT", "list_notebooks", "resolve_notebook", "voila_command",
+           "served_url", "banner", "main"]
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+DEFAULT_IP = "127.0.0.1"
+DEFAULT_PORT = 8866  # Voilà's own default
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
+# Notebook 7's JupyterLab add-on is loaded by Voilà's page when enabled and logs errors there: no use in a dashboard.
+VOILA_DENYLIST = ("@jupyter-notebook/lab-extension",)
+
+
+def list_notebooks(folder: str | Path = NOTEBOOKS) -> list[Path]:
+    """The kit's lessons in ``folder``: every ``NN_name.ipynb``, sorted by number."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"no notebooks folder at {folder}")
+    return sorted(p for p in folder.iterdir() if _NAME.match(p.name))
+
+
+def _choices(notebooks: list[Path]) -> str:
+    return "\n".join(f"  {p.stem[:2]}  {p.stem}" for p in notebooks)
+
+
+def resolve_notebook(name: str, folder: str | Path = NOTEBOOKS) -> Path:
+    """The notebook ``name`` stands for: its number (``"03"``), its stem (``"03_loss_scaling"``), its file name
+    (``"03_loss_scaling.ipynb"``) or that file's path (``"notebooks/03_loss_scaling.ipynb"``, as a shell completes it).
+
+    Anything else raises ``ValueError`` listing every notebook."""
+    if not isinstance(name, str):
+        raise TypeError(f"a notebook name must be a string such as '03' or '03_loss_scaling'; got {name!r}")
+    notebooks = list_notebooks(folder)
+    wanted = name.strip()
+    base = Path(wanted).name
+    for nb in notebooks:
+        if wanted and (base in (nb.name, nb.stem) or wanted == nb.stem[:2]):
+            return nb
+    shown = f"'{name}'" if wanted else "an empty name"
+    raise ValueError(f"no notebook {shown} in {_relative(Path(folder))}/. The notebooks are (give the number or "
+                     f"the name):\n{_choices(notebooks)}")
+
+
+def _relative(path: Path) -> str:
+    """``path`` relative to the current folder when it is below it (shorter command lines), else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def voila_command(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: str = DEFAULT_IP,
+                  open_browser: bool = True, token: str | None = None, extra_args: list[str] | tuple = (),
+                  python: str = sys.executable, folder: str | Path = NOTEBOOKS) -> list[str]:
+    """The Voilà command line for presenter mode: one notebook (``notebook`` resolved by :func:`resolve_notebook`)
+    or, with ``notebook=None``, Voilà's tree of ``folder``. Bound to ``ip`` (loopback by default) on exactly ``port``
+    (no silent move to another port: the URL printed is the one served); code hidden (Voilà's default, not changed).
+
+    ``extra_args`` go to Voilà unchanged (e.g. ``--theme=dark``)."""
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TypeError(f"port must be an int between 1 and 65535; got {port!r}")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be between 1 and 65535; got {port}")
+    if not isinstance(ip, str) or not ip.strip():
+        raise ValueError(f"ip must be an address such as {DEFAULT_IP} (this machine only) or 0.0.0.0; got {ip!r}")
+    target = resolve_notebook(notebook, folder) if notebook else Path(folder)
+    cmd = [python, "-m", "voila", _relative(target), f"--Voila.ip={ip}", f"--port={port}", "--Voila.port_retries=0",
+           *(f"--VoilaConfiguration.extension_denylist={x}" for x in VOILA_DENYLIST)]
+    if not open_browser:
+        cmd.append("--no-browser")
+    if token:
+        cmd.append(f"--Voila.token={token}")
+    return cmd + [str(a) for a in extra_args]
+
+
+def served_url(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: str = DEFAULT_IP,
+               token: str | None = None) -> str:
+    """The address to open. Voilà serves a single notebook at ``/`` and its tree at ``/`` too (a notebook from the
+    tree at ``/voila/render/NAME``). A wildcard ``ip`` (0.0.0.0, ::) is opened here as 127.0.0.1."""
+    host = "127.0.0.1" if ip in ("0.0.0.0", "::", "") else ip
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+
+
+def banner(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: str = DEFAULT_IP,
+           token: str | None = None) -> str:
+    """What the instructor reads once the dashboard is up: the URL, who can reach it, and the cost of a visit."""
+    what = f"notebook {resolve_notebook(notebook).stem}" if notebook else "the notebooks (pick one in the tree)"
+    url = served_url(notebook, port=port, ip=ip, token=token)
+    lines = [f"Presenter mode: {what}, code hidden.", f"  Open: {url}"]
+    if not notebook:
+        first = list_notebooks()[0].name
+        lines.append(f"  (one notebook directly: {url.split('?')[0]}voila/render/{first}"
+                     + (f"?token={token})" if token else ")"))
+    if ip in LOOPBACK:
+        lines.append(f"  Reachable from this machine only ({ip}). To show it on other devices, deliberately: "
+                     "make present PRESENT_ARGS=--ip=0.0.0.0 (a token is then required).")
+    else:
+        lines.append(f"  EXPOSED on {ip}: anyone on this network with the URL and token can open it. "
+                     f"From another device: http://{socket.gethostname()}:{port}/?token={token}")
+    lines.append("  Each visit (tab, reload) starts its own kernel and re-runs the notebook before the widgets "
+                 "appear: keep one tab open, close the others.")
+    lines.append("  Stop with Ctrl-C.")
+    return "\n".join(lines)
+
+
+def _port_free(ip: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    with socket.socket(family) as s:
+        try:
+            s.bind((ip, port))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_up(proc: subprocess.Popen, ip: str, port: int, timeout: float) -> bool:
+    """True once the server accepts a connection; False if it exited first or did not listen in time. A TCP connect,
+    not an HTTP request: a GET of Voilà's page would start a kernel and run the notebook."""
+    host = "127.0.0.1" if ip in ("0.0.0.0", "") else "::1" if ip == "::" else ip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m ampkit.classroom.present",
+        description="Serve the kit's notebooks as Voilà dashboards (code hidden). Other --options go to Voilà.")
+    p.add_argument("notebook", nargs="?", default="", help="03, 03_loss_scaling or 03_loss_scaling.ipynb; "
+                   "none: Voilà's tree of notebooks/")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--ip", default=DEFAULT_IP, help=f"address to listen on (default {DEFAULT_IP}: this machine only; "
+                   "0.0.0.0 exposes it to the network, with a token)")
+    p.add_argument("--token", default=None, help="require this token (made up when --ip is not loopback)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--list", action="store_true", help="list the notebooks and exit")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run presenter mode until Ctrl-C. Exit 2, with the list of notebooks and no traceback, on a bad name."""
+    args, extra = _parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    stray = [a for a in extra if not a.startswith("-")]
+    if stray:
+        print(f"present: unexpected argument(s) {stray}: give one notebook, and Voilà options as --name=value",
+              file=sys.stderr)
+        return 2
+    if args.list:
+        print(_choices(list_notebooks()))
+        return 0
+    token = args.token or (None if args.ip in LOOPBACK else secrets.token_urlsafe(16))
+    try:
+        cmd = voila_command(args.notebook or None, port=args.port, ip=args.ip, open_browser=not args.no_browser,
+                            token=token, extra_args=extra)
+    except (ValueError, TypeError) as e:
+        print(f"present: {e}", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("voila") is None:
+        print(f"present: Voilà is not installed in {sys.executable}. `make install` installs it with the kit's "
+              "test extras (or: pip install voila).", file=sys.stderr)
+        return 2
+    if not _port_free(args.ip, args.port):
+        print(f"present: port {args.port} on {args.ip} is in use (another `make present` still running?). Stop it, "
+              f"or choose another port: make present PRESENT_ARGS=--port={args.port + 1}", file=sys.stderr)
+        return 2
+    print("$ " + shlex.join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, env=dict(os.environ))
+    previous = _on_sigterm(_interrupt)  # `kill` (or a test harness) stops it like Ctrl-C does
+    try:
+        if _wait_up(proc, args.ip, args.port, timeout=120):
+            print("\n" + banner(args.notebook or None, port=args.port, ip=args.ip, token=token) + "\n", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        return_code = _stop(proc)
+        print("presenter mode stopped", file=sys.stderr, flush=True)
+        return 0 if return_code in (0, -signal.SIGINT, -signal.SIGTERM, 130) else return_code
+    finally:
+        _stop(proc)
+        _on_sigterm(previous)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _on_sigterm(handler):
+    """Install ``handler`` for SIGTERM; return the previous one (``None`` where signals cannot be set here)."""
+    if handler is None:
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    """Let Voilà stop its kernels and exit: it already has Ctrl-C when run from a terminal (same process group);
+    otherwise SIGTERM, which it handles the same way; SIGKILL as the last resort."""
+    for sig, wait in ((None, 5), (signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        if proc.poll() is not None:
+            break
+        if sig is not None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:  # a second Ctrl-C: go on to the next, firmer step
+            continue
+    return proc.returncode if proc.returncode is not None else proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

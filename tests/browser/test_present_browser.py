@@ -1,0 +1,142 @@
+"""Presenter mode in a real browser: `make present NB=03_loss_scaling` serves notebook 03 with Voilà; the visual loss
+scaler's slider moves under the keyboard, the readout and the histogram follow, no code is on the page and the console
+is clean.
+
+The server is started from the very command line `make present` runs (read with ``make -n``, plus a free port, a
+token and --no-browser through PRESENT_ARGS), so the test covers the make target, ampkit.classroom.present and Voilà
+together. It serves the committed notebooks/ (Voilà only reads them)."""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_scaling_browser import expected_flushed, flushed
+from test_solutions_browser import _open_browser_page, _require_chromium
+
+from conftest import ROOT, Lab, _free_port, isolated_env, stop_process_group, wait_until_up
+
+pytestmark = pytest.mark.browser
+
+NB = "03_loss_scaling"
+READOUT = ".ampkit-scale-readout"
+PLOT = "img.ampkit-scale-plot, .ampkit-scale-plot img"
+SLIDER = ".widget-vbox:has(> .ampkit-scale-readout-box) .widget-slider"  # the scaler's own log2(scale) slider
+
+
+def present_command(nb: str, port: int, token: str) -> list[str]:
+    """The command `make present NB=<nb> PRESENT_ARGS=...` runs (the install step taken as done)."""
+    args = f"--port={port} --token={token} --no-browser"
+    if not shutil.which("make"):  # the recipe in make/workshop.mk, spelled out
+        return [sys.executable, "-m", "ampkit.classroom.present", nb, *shlex.split(args)]
+    venv = Path(sys.executable).parent.parent
+    plan = subprocess.run(["make", "-s", "-n", "-o", f"{venv}/.ampkit-installed", f"VENV={venv}", "present",
+                           f"NB={nb}", f"PRESENT_ARGS={args}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    lines = [ln for ln in plan.stdout.splitlines() if "-m ampkit.classroom.present" in ln]
+    assert len(lines) == 1, plan.stdout
+    return shlex.split(lines[0])
+
+
+@pytest.fixture
+def presenter(tmp_path):
+    _require_chromium()
+    port, token = _free_port(), secrets.token_hex(16)
+    cmd = present_command(NB, port, token)
+    log_path = tmp_path / "present.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=isolated_env(tmp_path), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+    def read_log() -> str:
+        log.flush()
+        return log_path.read_text()[-5000:]
+
+    url = f"http://127.0.0.1:{port}"
+    try:
+        # /api/status answers 403 without rendering anything (a GET of / would start a kernel)
+        wait_until_up(proc, f"{url}/api/status", "presenter mode", 120, read_log, any_http_answer=True)
+        deadline = time.monotonic() + 60  # the banner follows the first answer
+        while f"Open: {url}/?token={token}" not in read_log() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        yield {"url": url, "token": token, "cmd": cmd, "log": read_log}
+    except Exception:
+        print("presenter log tail:\n" + read_log())
+        raise
+    finally:
+        stop_process_group(proc)
+        log.close()
+
+
+def _code_lines(notebook: str) -> list[str]:
+    """Distinctive source lines of the notebook's code cells (imports and assignments): none may be on the page."""
+    lines = []
+    for cell in json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            for ln in "".join(cell["source"]).splitlines():
+                ln = ln.strip()
+                if len(ln) > 20 and (ln.startswith(("import ", "from ")) or re.match(r"^\w+ = \w+\(", ln)):
+                    lines.append(ln)
+    return lines
+
+
+def test_make_present_shows_notebook_03_and_its_slider_moves(presenter, browser):
+    cmd = presenter["cmd"]
+    assert cmd[1:4] == ["-m", "ampkit.classroom.present", NB] and "--no-browser" in cmd
+    banner = presenter["log"]()
+    assert "Presenter mode: notebook 03_loss_scaling" in banner and "this machine only" in banner
+    assert "--Voila.ip=127.0.0.1" in banner  # the Voilà command it ran, echoed: loopback
+
+    errors: list[str] = []
+    page = _open_browser_page(browser, "about:blank", errors,
+                              extra_benign=("Failed to load resource", "net::ERR_NAME_NOT_RESOLVED"))
+    try:
+        # Voilà streams the page while it runs the notebook: "load" comes only at the end, so do not wait for it
+        page.goto(f"{presenter['url']}/?token={presenter['token']}", wait_until="commit", timeout=120_000)
+        # Voilà runs the notebook for this visit; the scaler appears when its cell has run (generous: under load)
+        page.wait_for_selector(SLIDER, timeout=240_000)
+        readout = page.locator(READOUT).first
+        readout.wait_for(timeout=60_000)
+        start = readout.text_content()
+        assert "scale 20 in float16" in start  # 2<sup>0</sup>
+        assert flushed(start) == expected_flushed(0)
+        img = page.locator(PLOT).first
+        src0 = img.get_attribute("src")
+        Lab.screenshot(None, page, "present-03_loss_scaling-before", near=SLIDER)
+
+        handle = page.locator(SLIDER).first.locator(".noUi-handle").first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(4):
+            handle.press("ArrowRight")  # scale 2**4, one key press per octave
+        page.wait_for_function(  # the final state (2<sup>4</sup>), answered by the kernel Voilà started
+            "([sel, needle]) => document.querySelector(sel)?.textContent.includes(needle)",
+            arg=[READOUT, "scale 24 in float16"], timeout=120_000)
+        after = readout.text_content()
+        assert flushed(after) == expected_flushed(4) != flushed(start)
+        page.wait_for_function("([sel, old]) => document.querySelector(sel)?.getAttribute('src') !== old",
+                               arg=[PLOT.split(",")[0], src0], timeout=60_000)  # the histogram was redrawn
+
+        # a dashboard: markdown, figures and widgets, no code
+        n_code = sum(c["cell_type"] == "code" for c in
+                     json.loads((ROOT / "notebooks" / f"{NB}.ipynb").read_text())["cells"])
+        assert page.locator(".jp-CodeCell").count() == n_code  # every code cell ran and shows its outputs ...
+        assert page.locator(".jp-CodeCell .jp-InputArea, .cm-editor, .jp-InputPrompt").count() == 0  # ... only
+        assert page.locator(".jp-MarkdownCell").count() >= 10
+        text = page.locator("body").inner_text()
+        shown = [ln for ln in _code_lines(NB) if ln in text]
+        assert len(_code_lines(NB)) >= 5 and not shown, shown
+        assert "Loss scaling" in text or "loss scaling" in text  # the markdown is there
+        assert page.locator("img").count() >= 5  # the notebook's figures
+        assert page.locator("text=Error displaying widget").count() == 0
+        Lab.screenshot(None, page, "present-03_loss_scaling-after", near=SLIDER)
+        assert not errors, "\n".join(errors)
+    finally:
+        page.context.close()
