@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         "n_packages_installed": n_installed,
         "test_s": round(test_s, 1), "test_summary": summary(test_out), "tests_run": TESTS_RUN,
         "passed": test_status == 0 and status3 == 0 and blocked,
-        "note": "one run on a shared 2-core machine: timings approximate; this machine's pip configuration adds a "
+        "note": "one run: timings vary from run to run; this machine's pip configuration adds a "
                 "local wheel mirror, so the download is faster here than over the internet",
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)

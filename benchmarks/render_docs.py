@@ -210,7 +210,27 @@ def offline_table(off: dict) -> str:
             "result |", "|---|---:|---:|---:|---:|---:|---|",
             f"| `{platform}` | {off['wheelhouse_mib']:.0f} MiB | {off['n_wheels']} | {off['download_s']:.0f} | "
             f"{off['install_s']:.0f} | {off['test_s']:.0f} | {off['test_summary']} |"]
-    return "\n".join(rows) + f"\n\nTests run: {off['tests_run']}.\n\n" + measured_line(off)
+    note = f" Note from the run: {off['note']}." if off.get("note") else ""
+    return "\n".join(rows) + f"\n\nTests run: {off['tests_run']}.{note}\n\n" + measured_line(off)
+
+
+def _run_all_note(hub: dict, k: int) -> str:
+    """What the slider criterion hides: a Run All by everyone at the same moment shares the cores K ways."""
+    ok = {r["k"]: r for r in hub["runs"] if r.get("ok") and (r.get("notebook_s") or {}).get("median") is not None}
+    if not k or k not in ok or min(ok) == k:
+        return ""
+    alone, at_k = ok[min(ok)]["notebook_s"]["median"], ok[k]["notebook_s"]["median"]
+    return (f" The slider stays interactive at K = {k}, but a Run All that the whole room starts at the same moment"
+            f" shares the cores: notebook 03 took {at_k:.0f} s each at K = {k}, against {alone:.0f} s at K ="
+            f" {min(ok)} — stagger the Run Alls (start the room on the notebook during the introduction), or plan"
+            " fewer learners per machine.")
+
+
+def _errors(errors: list[str]) -> str:
+    """A failed run's errors, short: the first-hand failures (not the learners stopped because another failed)."""
+    first_hand = [e for e in errors if "another learner failed" not in e] or errors
+    rest = len(errors) - len(first_hand)
+    return "; ".join(first_hand[:3]) + (f"; {rest} other learner(s) stopped because of it" if rest else "")
 
 
 def _num(x, digits: int) -> str:
@@ -222,7 +242,7 @@ def hub_table(hub: dict) -> str:
     rows = ["| learners K | notebook 03 Run All, median / max (s) | slider update, median / p90 (ms) | updates |"
             " memory per learner (MiB) | hub (MiB) | all ok |", "|---:|---:|---:|---:|---:|---:|---|"]
     for r in hub["runs"]:
-        errors = f" ({'; '.join(r['errors'])})" if r.get("errors") else ""
+        errors = f" ({_errors(r['errors'])})" if r.get("errors") else ""
         nb, up = r.get("notebook_s") or {}, r.get("update_ms") or {}
         rows.append(f"| {r['k']} | {_num(nb.get('median'), 1)} / {_num(nb.get('max'), 1)} | "
                     f"{_num(up.get('median'), 0)} / {_num(up.get('p90'), 0)} | {up.get('n', 0)} | "
@@ -233,6 +253,7 @@ def hub_table(hub: dict) -> str:
                "No K kept the median slider update under 200 ms here.")
     if k and k >= max(r["k"] for r in hub["runs"]):
         verdict += " It is the largest K tried: the machine may hold more."
+    verdict += _run_all_note(hub, k)
     return ("\n".join(rows) + f"\n\nEach learner ran `{hub.get('notebook', '03_loss_scaling')}` end to end, then "
             f"{hub.get('updates_per_learner', '?')} slider updates, all learners at once. {verdict}\n\n"
             + measured_line(hub))

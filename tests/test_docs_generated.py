@@ -369,3 +369,17 @@ def test_values_post_start_hook_copies_once(tmp_path):
     shutil.rmtree(home / "notebooks")
     run()                                                                 # with workshop/ in the image: the copies
     assert "cleared" in (home / "notebooks" / "00_start_here.ipynb").read_text()
+
+
+def test_hub_table_names_the_first_hand_failure_and_the_shared_run_all():
+    failed = _run(25, 500.0, ok=False)
+    failed.update(notebook_s={"median": None, "max": None}, update_ms={"median": None, "p90": None, "n": 0},
+                  errors=["l1: another learner failed before the slider moves", "l2, starting a kernel: timed out",
+                          "l3: another learner failed before the slider moves"])
+    text = rd.hub_table(hub_json(max_k=5, runs=[_run(1, 300.0), _run(5, 340.0), failed]))
+    row = next(line for line in text.splitlines() if line.startswith("| 25 |"))
+    assert "— / —" in row and "l2, starting a kernel: timed out; 2 other learner(s) stopped" in row
+    assert "l1:" not in row  # the consequence is counted, not listed
+    # the Run All at the largest good K against K=1: 15 s vs 11 s here (synthetic medians 10 + k)
+    assert "notebook 03 took 15 s each at K = 5, against 11 s at K = 1" in text
+    assert "took" not in rd.hub_table(hub_json(max_k=1, runs=[_run(1, 300.0)]))  # nothing to compare with
