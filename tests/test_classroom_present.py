@@ -163,9 +163,15 @@ def test_make_present_passes_the_notebook_and_the_extra_args():
     assert f"{venv}/bin/python -m ampkit.classroom.present 03_loss_scaling --port=8870 --no-browser" in out.stdout
 
 
-def test_ctrl_c_stops_voila_cleanly(tmp_path):
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["terminal", "background-shell"])
+def test_ctrl_c_stops_voila_cleanly(tmp_path, sigint_ignored):
     """Start presenter mode for real (no visit, so no kernel), wait for the banner, press Ctrl-C (SIGINT to the
-    process group, as a terminal does): it stops, says so, exits 0, no traceback, and the port is free again."""
+    process group, as a terminal does): it stops, says so, exits 0, no traceback, and the port is free again.
+    Also when started with SIGINT ignored, as a shell's background job (nohup, `&`, a CI runner) starts it."""
     pytest.importorskip("voila")
     port = _free_port()
     env = dict(os.environ)
@@ -173,7 +179,8 @@ def test_ctrl_c_stops_voila_cleanly(tmp_path):
         env[var] = str(tmp_path / var.lower())
     proc = subprocess.Popen([sys.executable, "-m", "ampkit.classroom.present", "00", f"--port={port}", "--no-browser"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=_ignore_sigint if sigint_ignored else None)
     try:
         seen = []
         deadline = time.monotonic() + 120

@@ -208,8 +208,12 @@ def main(argv: list[str] | None = None) -> int:
               f"or choose another port: make present PRESENT_ARGS=--port={args.port + 1}", file=sys.stderr)
         return 2
     print("$ " + shlex.join(cmd), flush=True)
-    proc = subprocess.Popen(cmd, env=dict(os.environ))
-    previous = _on_sigterm(_interrupt)  # `kill` (or a test harness) stops it like Ctrl-C does
+    # Voilà gets the terminal's Ctrl-C too (same process group), also when this was started with SIGINT ignored
+    restore = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if os.name == "posix" else None
+    proc = subprocess.Popen(cmd, env=dict(os.environ), preexec_fn=restore)
+    # Ctrl-C and `kill` stop it, however it was started: a shell that runs a job in the background (nohup, `&`, CI
+    # runners) starts it with SIGINT *ignored*, and Python then keeps ignoring it unless told otherwise
+    previous = _on_signals(_interrupt)
     try:
         if _wait_up(proc, args.ip, args.port, timeout=120):
             print("\n" + banner(args.notebook or None, port=args.port, ip=args.ip, token=token) + "\n", flush=True)
@@ -220,19 +224,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if return_code in (0, -signal.SIGINT, -signal.SIGTERM, 130) else return_code
     finally:
         _stop(proc)
-        _on_sigterm(previous)
+        _on_signals(previous)
 
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _on_sigterm(handler):
-    """Install ``handler`` for SIGTERM; return the previous one (``None`` where signals cannot be set here)."""
-    if handler is None:
+def _on_signals(handlers):
+    """Install a handler for SIGINT and SIGTERM (one function for both, or a dict per signal as returned); return
+    the previous ones (``None`` where signals cannot be set: not the main thread)."""
+    if handlers is None:
         return None
     try:
-        return signal.signal(signal.SIGTERM, handler)
+        return {sig: signal.signal(sig, handlers[sig] if isinstance(handlers, dict) else handlers)
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread
         return None
 
