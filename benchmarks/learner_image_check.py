@@ -18,7 +18,6 @@ import argparse
 import datetime
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_notebooks import host_info  # noqa: E402
+from offline_install import fresh_work  # noqa: E402
 
 from ampkit.classroom.offline import image_steps  # noqa: E402
 
@@ -45,13 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=getattr(sys, "_base_executable", "") or "python3",
                         help="the Python the fresh venv is made from (default: the one under this venv)")
     args = parser.parse_args(argv)
-    work = args.work.resolve()
-    if work.exists():
-        if not (work / MARKER).exists() and any(work.iterdir()):
-            parser.error(f"{work} exists and was not made by this script: choose another --work")
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    (work / MARKER).touch()
+    work = fresh_work(args.work, MARKER, parser)
     venv = work / "venv"
     wheels = str(Path(args.wheels).resolve()) if args.wheels else ""
 

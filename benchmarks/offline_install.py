@@ -103,6 +103,18 @@ def snapshot(folder: Path) -> dict:
             if p.suffix == ".whl" or p.name.endswith(".tar.gz")}
 
 
+def fresh_work(folder: Path, marker: str, parser: argparse.ArgumentParser) -> Path:
+    """Empty the scratch folder ``folder`` (only if this script made it: it holds ``marker``) and return it."""
+    work = folder.resolve()
+    if work.exists():
+        if not (work / marker).exists() and any(work.iterdir()):
+            parser.error(f"{work} exists and was not made by this script: choose another --work")
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / marker).touch()
+    return work
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="scratch folder (emptied first)")
@@ -111,13 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=getattr(sys, "_base_executable", "") or "python3",
                         help="the Python the fresh venv is made from (default: the one under this venv)")
     args = parser.parse_args(argv)
-    work = args.work.resolve()
-    if work.exists():
-        if not (work / MARKER).exists() and any(work.iterdir()):
-            parser.error(f"{work} exists and was not made by this script: choose another --work")
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    (work / MARKER).touch()
+    work = fresh_work(args.work, MARKER, parser)
     log, wheels, venv = work / "log.txt", work / "wheelhouse", work / "venv"
     make = ["make", "--no-print-directory", "-C", str(ROOT), "-f", str(args.makefile.resolve())]
 
