@@ -139,13 +139,18 @@ def test_bad_name_from_python_lists_notebooks_without_traceback():
     assert "Traceback" not in out.stderr + out.stdout
 
 
-def test_make_present_with_a_bad_name_lists_notebooks_and_fails():
-    """The real `make present NB=nope` (the install step is taken as done: -o the stamp; this venv's Python)."""
+def _make_present(*args: str) -> subprocess.CompletedProcess:
+    """`make ... present ARGS` in the repository, with this venv's Python and the install step taken as done."""
     if not shutil.which("make"):
         pytest.skip("make not installed")
     venv = Path(sys.executable).parent.parent
-    out = subprocess.run(["make", "--no-print-directory", "-o", f"{venv}/.ampkit-installed", f"VENV={venv}",
-                          "present", "NB=nope"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(["make", *args[:1], "-o", f"{venv}/.ampkit-installed", f"VENV={venv}", "present",
+                           *args[1:]], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_make_present_with_a_bad_name_lists_notebooks_and_fails():
+    """The real `make present NB=nope` (the install step is taken as done: -o the stamp; this venv's Python)."""
+    out = _make_present("--no-print-directory", "NB=nope")
     assert out.returncode != 0
     assert "-m ampkit.classroom.present nope" in out.stdout          # make ran the presenter, not something else
     assert "no notebook 'nope'" in out.stderr and all(stem in out.stderr for stem in STEMS)
@@ -153,13 +158,9 @@ def test_make_present_with_a_bad_name_lists_notebooks_and_fails():
 
 
 def test_make_present_passes_the_notebook_and_the_extra_args():
-    if not shutil.which("make"):
-        pytest.skip("make not installed")
-    venv = Path(sys.executable).parent.parent
-    out = subprocess.run(["make", "-n", "-o", f"{venv}/.ampkit-installed", f"VENV={venv}", "present",
-                          "NB=03_loss_scaling", "PRESENT_ARGS=--port=8870 --no-browser"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = _make_present("-n", "NB=03_loss_scaling", "PRESENT_ARGS=--port=8870 --no-browser")
     assert out.returncode == 0, out.stderr
+    venv = Path(sys.executable).parent.parent
     assert f"{venv}/bin/python -m ampkit.classroom.present 03_loss_scaling --port=8870 --no-browser" in out.stdout
 
 
