@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import ipywidgets as W
 
 from ampkit.diagnose.scenarios import DoctorReport, run_scenario, scenario_names
+from ampkit.widgets import snapshot
 from ampkit.widgets.style import STATUS_COLOURS, dtype_colour, mark_nonfinite, new_figure, png_bytes
 
 __all__ = ["headroom_figure", "scales_figure", "report_html", "report_figure", "AmpDoctor"]
@@ -140,7 +141,4 @@ class AmpDoctor:
         return self.report
 
     def _ipython_display_(self) -> None:
-        # deferred: IPython is only needed when the widget is displayed
-        from IPython.display import display
-
-        display(self.widget)
+        snapshot.display(self.widget)

@@ -20,9 +20,9 @@ import math
 from functools import partial
 
 import ipywidgets as W
-from IPython.display import display  # already loaded by ipywidgets
 
 from ampkit.formats import FORMATS, Decomposition, decompose, explain, format_name, info, parse_value, toggle_bit
+from ampkit.widgets import snapshot
 from ampkit.widgets.range_map import RangeMap, format_label
 
 __all__ = ["FloatExplorer", "RangeMap", "FIELD_COLOURS", "bits_row_html", "summary_table_html"]
@@ -236,4 +236,4 @@ class FloatExplorer:
             self.range_map.set_value(self.value)
 
     def _ipython_display_(self) -> None:
-        display(self.widget)
+        snapshot.display(self.widget)

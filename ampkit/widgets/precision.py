@@ -17,6 +17,7 @@ from ampkit.device import autocast_dtypes, device_report
 from ampkit.dtypes import short_name
 from ampkit.precision import LEVELS, LayerTrace, resolve_level, speed_phrase
 from ampkit.train import LevelRun, LevelRunCache
+from ampkit.widgets import snapshot
 from ampkit.widgets.style import DTYPE_COLOURS, STATUS_COLOURS, dtype_colour, freeze_layout, new_figure, png_bytes
 
 __all__ = ["OLevelPicker", "dtype_table_html", "summary_html", "MEMORY_FIELDS"]
@@ -263,6 +264,4 @@ class OLevelPicker:
         self.mem_title.set_text(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}")
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+        snapshot.display(self.widget)

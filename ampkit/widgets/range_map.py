@@ -15,12 +15,12 @@ import math
 
 import ipywidgets as W
 import torch
-from IPython.display import display  # already loaded by ipywidgets
 from matplotlib.patches import Patch
 
 from ampkit._util import check_positive_finite
 from ampkit.dtypes import short_name
 from ampkit.formats import FORMATS, Classification, classify, format_name, range_bands
+from ampkit.widgets import snapshot
 from ampkit.widgets.style import BAND_COLOURS, BAND_LABELS, DPI, new_figure, png_bytes
 
 __all__ = ["RangeMap", "format_label"]
@@ -116,6 +116,9 @@ class RangeMap:
             children = [self.scale_slider, self.summary, stack]
             self._update_hist()
         self.widget = W.VBox(children)
+        # a reader without a kernel sees the image with the overlay drawn in (ampkit.widgets.snapshot)
+        snapshot.register_still(self.image, self.still_png)
+        snapshot.register_still(self.overlay, lambda: None)
         self.set_value(value)
 
     # -- drawing (once)
@@ -249,9 +252,35 @@ class RangeMap:
                 f"left:{x - 1:.1f}px;top:{top:.0f}px;width:2px;height:{height:.0f}px;background:#24292f'></div>"
                 f"<div class='ampkit-marker-label' style='{style};{side}'>{label}</div>")
 
+    def still_png(self) -> bytes:
+        """The figure with what the overlay shows drawn into it (histogram bars, marker, label), as PNG bytes:
+        the still picture of this view for a notebook read without a kernel. The figure is left as it was."""
+        added = []
+        if self.values is not None:
+            edges = self.hist_edges
+            added += list(self.ax_hist.bar(edges[:-1], self._counts, width=1.0, align="edge", color="#0969da",
+                                           alpha=0.85, edgecolor="white", linewidth=0.5))
+            added.append(self.ax_hist.text(0.005, 0.97, f"values × 2^{math.log2(self.scale):.0f}", fontsize=10,
+                                           transform=self.ax_hist.transAxes, va="top",
+                                           bbox={"fc": "white", "alpha": 0.85, "lw": 0}))
+        if self.marker_pos is not None:
+            added.append(self.ax.axvline(self.marker_pos, color="#24292f", lw=2))
+        if self.label_text:
+            right = self.marker_pos is not None and self.marker_pos > (self.lo + self.hi) / 2
+            x = self.marker_pos if self.marker_pos is not None else self.lo
+            added.append(self.ax.annotate(self.label_text, (x, 1.0), xycoords=("data", "axes fraction"),
+                                          xytext=(-5 if right else 5, -3), textcoords="offset points",
+                                          ha="right" if right else "left", va="top", fontsize=9,
+                                          bbox={"fc": "white", "alpha": 0.85, "lw": 0}))
+        try:
+            return png_bytes(self.fig)
+        finally:
+            for artist in added:
+                artist.remove()
+
     def png(self) -> bytes:
         """The figure sent (PNG bytes): axes and bands; the marker and histogram are the HTML overlay."""
         return self.image.value
 
     def _ipython_display_(self) -> None:
-        display(self.widget)
+        snapshot.display(self.widget)

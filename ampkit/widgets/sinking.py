@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 
 from ampkit.sinking import calibrate
 from ampkit.timeline import GPU_LIKE, KINDS, LANES, MODES, SimParams, Summary, Timeline, gantt_bars, summarise
+from ampkit.widgets import snapshot
 from ampkit.widgets.style import DPI, STATUS_COLOURS, freeze_layout, new_figure, png_bytes
 
 __all__ = ["SinkTimeline", "KIND_COLOURS", "KIND_LABELS", "gantt_figure", "measured_figure", "summary_html"]
@@ -299,9 +300,7 @@ class SinkTimeline:
         self._update()
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display  # deferred: IPython is needed only when a frontend displays this
-
-        display(self.widget)
+        snapshot.display(self.widget)
 
 
 def _clip(value: float, slider: W.FloatLogSlider) -> float:

@@ -14,6 +14,7 @@ import ipywidgets as W
 
 from ampkit.device import Ratio, speed_words
 from ampkit.formats import RoundTrip, compare_formats, format_name
+from ampkit.widgets import snapshot
 
 __all__ = ["RoundingSlider", "rounding_table_html", "device_speed_figure"]
 
@@ -63,9 +64,7 @@ class RoundingSlider:
         self.table.value = rounding_table_html(self.rows)
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+        snapshot.display(self.widget)
 
 
 def device_speed_figure(rep):

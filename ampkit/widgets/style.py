@@ -39,6 +39,7 @@ from matplotlib.figure import Figure
 from PIL import Image as PILImage  # a dependency of matplotlib
 
 from ampkit.dtypes import short_name
+from ampkit.widgets import snapshot
 
 __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DPI", "new_figure", "png_bytes",
            "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png", "canvas_png",
@@ -152,7 +153,8 @@ def canvas_png(fig: Figure) -> bytes:
 
 class WidgetView:
     """Base of the kit's widget views: ``_update()`` redraws on any control change (``_on_change``, the observer),
-    and the view displays as its ``widget`` box (an ipywidgets container built by the subclass)."""
+    and the view displays as its ``widget`` box (an ipywidgets container built by the subclass) with a still
+    picture of its first state beside it (:mod:`ampkit.widgets.snapshot`) for readers without a kernel."""
 
     widget: object
 
@@ -163,6 +165,4 @@ class WidgetView:
         self._update()
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+        snapshot.display(self.widget)

@@ -1,0 +1,274 @@
+"""A still picture of a widget, stored beside the live view so that a notebook read without a kernel shows it.
+
+Used by every widget view in ``ampkit.widgets`` (every notebook that shows one). A widget in a saved notebook is
+only a reference to a model that lives in the kernel; the kit strips the stored widget state, so on GitHub,
+nbviewer or an HTML export the cell would be empty. :func:`display_bundle` therefore publishes two
+representations of the same view:
+
+    application/vnd.jupyter.widget-view+json   the live widget (JupyterLab, Notebook 7, Voila pick this one)
+    image/png                                  a still picture of its first state (what nbconvert and
+                                               renderers without the widget model fall back to)
+
+The picture is built from the widget tree itself, in display order: each control becomes a line
+``description: value``, each ``Image`` child is pasted at the size it is shown, each ``HTML`` child becomes its
+text (tables as aligned columns). A note on top says it is a still picture. Nothing here changes the widget.
+A part whose live look is not in its own value (an HTML overlay drawn over an image) registers what its still
+picture should be with :func:`register_still`.
+
+>>> import ipywidgets as W
+from IPython.display import display as ipy_display  # already loaded by ipywidgets
+>>> box = W.VBox([W.IntSlider(3, description="scale"), W.HTML("<b>flushed</b>: 12 %")])
+>>> lines = [line for kind, line in snapshot_items(box) if kind == "text"]
+>>> lines
+['scale: 3', 'flushed: 12 %']
+>>> png = snapshot_png(box)
+>>> png[:4] == b"\\x89PNG"
+True
+>>> sorted(display_bundle(box))
+['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain']
+"""
+from __future__ import annotations
+
+import base64
+import io
+import textwrap
+import weakref
+from collections.abc import Callable
+from html.parser import HTMLParser
+
+import ipywidgets as W
+from IPython.display import display as ipy_display  # already loaded by ipywidgets
+from matplotlib import font_manager
+from PIL import Image as PILImage
+from PIL import ImageDraw, ImageFont
+
+__all__ = ["snapshot_items", "snapshot_png", "display_bundle", "display", "register_still", "html_text", "NOTE"]
+
+#: The line on top of every still picture.
+NOTE = "Still picture of this widget's first state. Run the notebook to move its controls."
+_WIDTH = 720          # the picture's minimum width in pixels (text wraps to it)
+_PAD = 8
+_FONT_SIZE = 13
+_TEXT = (36, 41, 47)
+_GREY = (87, 96, 106)
+_BLOCK = ("p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "table", "ul", "ol", "pre")
+_STILL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register_still(widget: W.Widget, still: Callable[[], bytes | None]) -> None:
+    """Let ``still()`` stand for ``widget`` in its still picture: PNG bytes to paste, or ``None`` to leave it out
+    (for example an image whose live view is completed by an HTML overlay: the image's still draws both, and the
+    overlay is left out)."""
+    _STILL[widget] = still
+
+
+class _HTMLToText(HTMLParser):
+    """Collects the visible text of an HTML fragment: blocks become lines, table rows become aligned columns."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self._line: list[str] = []
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._table: list[list[str]] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("style", "script"):
+            self._skip += 1
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "br":
+            self._flush()
+        elif tag == "sup":
+            self._append("^")
+        elif tag in _BLOCK:
+            self._flush()
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "script"):
+            self._skip = max(0, self._skip - 1)
+        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self._table.append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._flush_table()
+        elif tag in _BLOCK:
+            self._flush()
+
+    def handle_data(self, data):
+        if not self._skip:
+            self._append(data)
+
+    def _append(self, data: str) -> None:
+        (self._cell if self._cell is not None else self._line).append(data)
+
+    def _flush(self) -> None:
+        text = " ".join("".join(self._line).split())
+        if text:
+            self.lines.append(text)
+        self._line = []
+
+    def _flush_table(self) -> None:
+        rows = [r for r in self._table if any(r)]
+        self._table = []
+        if not rows:
+            return
+        n = max(len(r) for r in rows)
+        widths = [max(len(r[i]) if i < len(r) else 0 for r in rows) for i in range(n)]
+        for r in rows:
+            self.lines.append("  ".join(c.ljust(w) for c, w in zip(r + [""] * (n - len(r)), widths)).rstrip())
+
+    def close(self) -> None:
+        super().close()
+        self._flush_table()
+        self._flush()
+
+
+def html_text(html: str) -> list[str]:
+    """The visible lines of an HTML fragment (tags dropped, entities decoded, tables as aligned columns).
+
+    >>> html_text("<table><tr><th>format</th><th>stored</th></tr><tr><td>fp16</td><td>0</td></tr></table>")
+    ['format  stored', 'fp16    0']
+    """
+    parser = _HTMLToText()
+    parser.feed(html or "")
+    parser.close()
+    return parser.lines
+
+
+def _control_line(w: W.Widget) -> str | None:
+    description = getattr(w, "description", "") or ""
+    if isinstance(w, W.Button):
+        return None
+    if isinstance(w, (W.ToggleButtons, W.Dropdown, W.RadioButtons, W.Select, W.SelectionSlider)):
+        value = w.label if w.label is not None else ""
+    elif isinstance(w, W.FloatLogSlider):
+        value = format(w.value, w.readout_format or ".3g")
+    elif isinstance(w, (W.FloatSlider, W.FloatText, W.BoundedFloatText)):
+        value = format(w.value, getattr(w, "readout_format", None) or ".4g")
+    elif hasattr(w, "value") and not isinstance(w.value, (bytes, bytearray)):
+        value = str(w.value)
+    else:
+        return None
+    return f"{description.rstrip(':')}: {value}" if description else value
+
+
+def snapshot_items(widget: W.Widget) -> list[tuple[str, object]]:
+    """The widget tree in display order as ``("text", line)`` and ``("image", PNG bytes)`` items; hidden
+    children (``layout.display == "none"``) are left out, as the browser leaves them out."""
+    items: list[tuple[str, object]] = []
+
+    def walk(w) -> None:
+        layout = getattr(w, "layout", None)
+        if layout is not None and getattr(layout, "display", None) == "none":
+            return
+        if w in _STILL:
+            png = _STILL[w]()
+            if png:
+                items.append(("image", png))
+        elif isinstance(w, W.Box):
+            for child in w.children:
+                walk(child)
+        elif isinstance(w, W.Image):
+            if w.value:
+                items.append(("image", bytes(w.value)))
+        elif isinstance(w, (W.HTML, W.HTMLMath, W.Label)):
+            items.extend(("text", line) for line in html_text(w.value))
+        elif isinstance(w, W.Output):
+            return
+        else:
+            line = _control_line(w)
+            if line:
+                items.append(("text", line))
+
+    walk(widget)
+    return items
+
+
+def _font(monospace: bool = False) -> ImageFont.FreeTypeFont:
+    family = "DejaVu Sans Mono" if monospace else "DejaVu Sans"
+    return ImageFont.truetype(font_manager.findfont(family), _FONT_SIZE)
+
+
+def _shown_size(png: bytes, widget_width: str | None) -> PILImage.Image:
+    img = PILImage.open(io.BytesIO(png)).convert("RGBA")
+    if widget_width and str(widget_width).endswith("px"):
+        try:
+            w = int(float(str(widget_width)[:-2]))
+        except ValueError:
+            return img
+        if 0 < w != img.width:
+            img = img.resize((w, max(1, round(img.height * w / img.width))), PILImage.LANCZOS)
+    return img
+
+
+def snapshot_png(widget: W.Widget) -> bytes:
+    """A PNG of ``widget`` as :func:`snapshot_items` lists it: the note, then each line and image in order."""
+    widths = {}
+
+    def sizes(w) -> None:
+        if isinstance(w, W.Box):
+            for c in w.children:
+                sizes(c)
+        elif isinstance(w, W.Image) and w.value:
+            widths[bytes(w.value)] = w.width or getattr(w.layout, "width", None)
+
+    sizes(widget)
+    blocks: list[PILImage.Image | tuple[str, bool]] = [(NOTE, True)]
+    for kind, value in snapshot_items(widget):
+        if kind == "image":
+            blocks.append(_shown_size(value, widths.get(value)))
+        else:
+            blocks.append((value, False))
+    font, mono = _font(), _font(monospace=True)
+    width = max([_WIDTH] + [b.width + 2 * _PAD for b in blocks if isinstance(b, PILImage.Image)]
+                + [round(mono.getlength(b[0])) + 2 * _PAD for b in blocks
+                   if not isinstance(b, PILImage.Image) and "  " in b[0]])
+    chars = max(20, (width - 2 * _PAD) // 8)
+    lines: list[PILImage.Image | tuple[str, bool, bool]] = []
+    for b in blocks:
+        if isinstance(b, PILImage.Image):
+            lines.append(b)
+            continue
+        text, note = b
+        table_like = "  " in text  # aligned columns keep their spacing in a monospace font
+        for part in (textwrap.wrap(text, chars) if not table_like else [text]) or [""]:
+            lines.append((part, note, table_like))
+    line_h = _FONT_SIZE + 6
+    height = 2 * _PAD + sum(b.height + _PAD if isinstance(b, PILImage.Image) else line_h for b in lines)
+    canvas = PILImage.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(canvas)
+    y = _PAD
+    for b in lines:
+        if isinstance(b, PILImage.Image):
+            canvas.paste(b, (_PAD, y), b)
+            y += b.height + _PAD
+        else:
+            text, note, table_like = b
+            draw.text((_PAD, y), text, fill=_GREY if note else _TEXT, font=mono if table_like else font)
+            y += line_h
+    buf = io.BytesIO()
+    canvas.save(buf, format="png", optimize=True)
+    return buf.getvalue()
+
+
+def display_bundle(widget: W.Widget) -> dict:
+    """The display data for ``widget``: its live view, a still PNG (base64, as Jupyter messages carry it) and a
+    one-line text. Live frontends render the widget view; nbconvert and nbviewer show the PNG when the widget
+    state is not stored."""
+    bundle = dict(widget._repr_mimebundle_())
+    bundle["image/png"] = base64.b64encode(snapshot_png(widget)).decode("ascii")
+    bundle["text/plain"] = f"[ampkit widget: run the notebook to use it] {NOTE}"
+    return bundle
+
+
+def display(widget: W.Widget) -> None:
+    """Display ``widget`` with its still picture beside it (what every kit view's ``_ipython_display_`` calls)."""
+    ipy_display(display_bundle(widget), raw=True)

@@ -1,0 +1,124 @@
+"""A notebook read without a kernel (GitHub, nbviewer, an HTML export) shows a picture for every widget cell.
+
+The committed notebooks carry no widget state, so the live view (``application/vnd.jupyter.widget-view+json``) has
+nothing to render there; every kit view publishes a still PNG beside it (``ampkit.widgets.snapshot``).
+"""
+import base64
+import io
+import json
+from pathlib import Path
+
+import ipywidgets as W
+import nbformat
+import pytest
+from nbconvert import HTMLExporter
+from PIL import Image
+
+from ampkit.widgets import snapshot
+from ampkit.widgets.style import WidgetView
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _widget_cells(path: Path) -> list[dict]:
+    nb = json.loads(path.read_text())
+    return [c for c in nb["cells"] if c["cell_type"] == "code"
+            and any(WIDGET in o.get("data", {}) for o in c.get("outputs", []))]
+
+
+def _png_size(b64: str) -> tuple[int, int]:
+    return Image.open(io.BytesIO(base64.b64decode(b64))).size
+
+
+def _is_kit_view(cell: dict) -> bool:
+    # a tqdm progress bar (train(..., progress=True)) is tqdm's widget, not a kit view; its cell shows the live
+    # loss plot's PNG instead (checked in the HTML test below)
+    return not all(o.get("data", {}).get("text/plain", "").count("it/s]") for o in cell["outputs"]
+                   if WIDGET in o.get("data", {}))
+
+
+def test_every_notebook_with_a_view_is_checked():
+    with_views = [p.name for p in NOTEBOOKS if any(_is_kit_view(c) for c in _widget_cells(p))]
+    assert len(with_views) >= 7, with_views
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_widget_output_carries_a_still_png(path):
+    for cell in filter(_is_kit_view, _widget_cells(path)):
+        outputs = [o for o in cell["outputs"] if WIDGET in o.get("data", {})]
+        for o in outputs:
+            assert "image/png" in o["data"], f"{path.name}: a widget without a still picture:\n{cell['source']}"
+            w, h = _png_size(o["data"]["image/png"])
+            assert w >= 400 and h >= 40, (path.name, w, h)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_html_export_without_widget_state_shows_an_image_for_every_widget_cell(path):
+    nb = nbformat.read(path, as_version=4)
+    assert "widgets" not in nb.metadata        # the committed notebooks carry no widget state
+    exporter = HTMLExporter()
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not any(WIDGET in o.get("data", {}) for o in cell.get("outputs", [])):
+            continue
+        single = nbformat.v4.new_notebook(cells=[cell], metadata=nb.metadata)
+        html, _ = exporter.from_notebook_node(single)
+        body = html[html.index("<body"):]
+        assert "<img" in body and "data:image/png;base64," in body, f"{path.name}: no picture for\n{cell.source}"
+
+
+def test_snapshot_lists_controls_images_and_readouts_in_order():
+    from ampkit.widgets.style import new_figure, png_bytes
+
+    fig = new_figure(5, 2)
+    fig.subplots().plot([0, 1], [1, 0])
+    img = W.Image(value=png_bytes(fig), format="png")
+    hidden = W.HTML("secret", layout=W.Layout(display="none"))
+    box = W.VBox([W.HBox([W.Dropdown(options=["fp16", "bf16"], value="bf16", description="format"),
+                          W.FloatLogSlider(value=2.0 ** 10, base=2, min=0, max=16, description="scale",
+                                           readout_format=".0f"), W.Button(description="Run")]),
+                  img, W.HTML("<table><tr><th>a</th><th>bb</th></tr><tr><td>1</td><td>2</td></tr></table>"),
+                  hidden])
+    items = snapshot.snapshot_items(box)
+    assert [k for k, _ in items] == ["text", "text", "image", "text", "text"]
+    assert items[0][1] == "format: bf16" and items[1][1] == "scale: 1024"
+    assert items[2][1] == img.value
+    assert [v for _, v in items[3:]] == ["a  bb", "1  2"]
+    before = (box.children[0].children[1].value, img.value)
+    png = snapshot.snapshot_png(box)
+    picture = Image.open(io.BytesIO(png))
+    assert picture.width >= Image.open(io.BytesIO(img.value)).width   # the figure is pasted whole
+    assert (box.children[0].children[1].value, img.value) == before    # nothing in the widget changed
+
+
+def test_registered_still_replaces_or_hides_a_part():
+    a, b = W.HTML("overlay text"), W.Image(value=b"\x89PNG-not-read", format="png")
+    snapshot.register_still(a, lambda: None)
+    snapshot.register_still(b, lambda: b"replacement")
+    assert snapshot.snapshot_items(W.VBox([a, b])) == [("image", b"replacement")]
+
+
+def test_html_text_reads_tables_entities_and_superscripts():
+    assert snapshot.html_text("x &lt; 2<sup>-24</sup><br>next") == ["x < 2^-24", "next"]
+    assert snapshot.html_text("<style>.a{}</style><p>kept</p>") == ["kept"]
+
+
+def test_every_view_displays_its_widget_with_a_still_png(monkeypatch):
+    from ampkit.widgets.start import RoundingSlider
+
+    published = []
+    monkeypatch.setattr(snapshot, "ipy_display", lambda obj, raw=False: published.append((obj, raw)))
+    view = RoundingSlider(value=1e-8)
+    view._ipython_display_()
+    (bundle, raw), = published
+    assert raw and bundle[WIDGET]["model_id"] == view.widget.model_id
+    assert _png_size(bundle["image/png"])[0] >= 400
+
+    class Tiny(WidgetView):
+        def __init__(self):
+            self.widget = W.VBox([W.IntSlider(1, description="n")])
+
+    published.clear()
+    Tiny()._ipython_display_()
+    assert WIDGET in published[0][0] and "image/png" in published[0][0]
