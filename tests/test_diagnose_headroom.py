@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ampkit.diagnose import check_scalar_loss, format_limits, measure_headroom
+from ampkit.diagnose.headroom import module_kind
 
 
 def _model():
@@ -25,6 +26,7 @@ def test_known_headroom():
     rows = measure_headroom(m, [(x, torch.zeros(1, dtype=torch.long))] * 2, F.cross_entropy, "fp16")
     by = {r.name: r for r in rows}
     assert [r.name for r in rows] == ["0", "1", "2"]
+    assert [r.kind for r in rows] == ["Linear", "ReLU activation", "Linear"]
     assert by["0"].act_max == 2.0 ** 5                      # 16 + 16
     assert by["2"].act_max == 2.0 ** 16                     # 2 * 32 * 1024 > 65504
     assert by["2"].status == "overflow" and by["2"].overflow_bits < 0
@@ -52,3 +54,47 @@ def test_limits_and_bad_input():
         measure_headroom(nn.Linear(2, 2), [(torch.zeros(3, 2), None)], lambda o, y: o)
     with pytest.raises(TypeError, match="torch.Tensor"):
         check_scalar_loss(1.0)
+
+
+def test_module_kind_names_activations():
+    assert module_kind(nn.GELU()) == "GELU activation" and module_kind(nn.Softmax(dim=1)) == "Softmax activation"
+    assert module_kind(nn.Conv1d(1, 1, 1)) == "Conv1d" and module_kind(nn.Dropout()) == "Dropout"
+
+
+@pytest.mark.parametrize("steps,exc,words", [(0, ValueError, "steps must be an int >= 1; got 0"),
+                                             (-2, ValueError, ">= 1"), (1.5, TypeError, "steps must be an int"),
+                                             (True, TypeError, "steps must be an int")])
+def test_steps_must_be_positive(steps, exc, words):
+    m = _model()
+    batch = [(torch.ones(1, 2), torch.zeros(1, dtype=torch.long))]
+    with pytest.raises(exc, match=words):
+        measure_headroom(m, batch, F.cross_entropy, "fp16", steps=steps)
+
+
+def test_no_batches_or_bad_batches_are_errors_not_empty_lists():
+    m = _model()
+    with pytest.raises(ValueError, match="no \\(x, y\\) pair"):
+        measure_headroom(m, [], F.cross_entropy)
+    with pytest.raises(ValueError, match="no \\(x, y\\) pair"):
+        measure_headroom(m, iter(()), F.cross_entropy)
+    with pytest.raises(TypeError, match="iterable of \\(x, y\\) pairs"):
+        measure_headroom(m, torch.ones(3, 2), F.cross_entropy)
+    with pytest.raises(TypeError, match="each batch must be an \\(x, y\\) pair; got Tensor"):
+        measure_headroom(m, [torch.ones(1, 2)], F.cross_entropy)
+    with pytest.raises(TypeError, match="of length 3"):
+        measure_headroom(m, [(torch.ones(1, 2), None, None)], F.cross_entropy)
+    with pytest.raises(TypeError, match="loss_fn must be callable"):
+        measure_headroom(m, [(torch.ones(1, 2), None)], "cross_entropy")
+    assert m[0].weight.grad is None   # nothing left behind by a refused call
+
+
+def test_steps_limits_the_batches_used():
+    m = _model()
+    seen = []
+
+    def loss(out, y):
+        seen.append(y)
+        return out.sum()
+    batches = [(torch.full((1, 2), float(i)), i) for i in range(5)]
+    measure_headroom(m, batches, loss, "fp16", steps=2)
+    assert seen == [0, 1]

@@ -71,6 +71,55 @@ def test_recording_wrapper(make):
     assert "scale" in rec.state_dict()
 
 
+@pytest.mark.parametrize("n", [0, -1])
+def test_persistent_steps_below_one_is_an_error_not_a_verdict(n):
+    healthy = ScalerHistory([2.0 ** 16] * 10, [False] * 10)
+    assert classify(healthy).kind == "healthy"
+    with pytest.raises(ValueError, match=f"persistent_steps must be an int >= 1; got {n}"):
+        classify(healthy, persistent_steps=n)
+
+
+def test_classify_argument_types_and_ranges():
+    h = ScalerHistory([2.0 ** 16] * 10, [False] * 10)
+    with pytest.raises(TypeError, match="persistent_steps must be an int"):
+        classify(h, persistent_steps=2.5)
+    with pytest.raises(TypeError, match="persistent_steps must be an int"):
+        classify(h, persistent_steps=True)
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="small_threshold must be a fraction between 0 and 1"):
+            classify(h, small_threshold=bad)
+    with pytest.raises(ValueError, match="finite number"):
+        classify(h, small_threshold=float("nan"))
+    with pytest.raises(TypeError, match="small_threshold must be a finite number"):
+        classify(h, small_threshold="0.1")
+    # the thresholds do what they say: 3 skips at the end are persistent with persistent_steps=3, not with 5
+    tail = ScalerHistory([2.0 ** 16] * 10 + [2.0 ** (15 - i) for i in range(3)], [False] * 10 + [True] * 3)
+    assert classify(tail, persistent_steps=3).kind == "persistent"
+    assert classify(tail, persistent_steps=5).kind != "persistent"
+    low = ScalerHistory([1.0] * 30, [False] * 30, grad_max=[1e-3] * 30, small_fraction=[0.3] * 30)
+    assert classify(low, small_threshold=0.2).kind == "scale too low"
+    assert classify(low, small_threshold=0.5).kind != "scale too low"
+
+
+def test_history_lengths_and_scales_checked():
+    with pytest.raises(ValueError, match="grad_max must be empty or have one entry per step \\(2\\); got 1"):
+        ScalerHistory([1.0, 1.0], [False, False], grad_max=[1.0])
+    with pytest.raises(ValueError, match="small_fraction must be empty"):
+        ScalerHistory([1.0], [False], small_fraction=[0.1, 0.2])
+    for bad in (0.0, -1.0, float("inf"), float("nan"), "1"):
+        with pytest.raises(ValueError, match="positive finite number"):
+            ScalerHistory([bad], [False])
+
+
+def test_fix_texts_are_true_to_the_sources():
+    d = classify(ScalerHistory([2.0 ** 16] * 8, [True] * 8))
+    assert "forward" in d.fix and "bf16" in d.fix          # a forward overflow gives the same picture
+    scales = [2.0 ** 16] * 6 + [2.0 ** 15] * 6
+    d = classify(ScalerHistory(scales, [False] * 5 + [True] + [False] * 6))
+    assert d.kind == "transient" and "needs no fix" in d.fix and "GradScaler has none" in d.fix
+    assert "consecutive_hysteresis=True" in d.fix
+
+
 def test_bad_input():
     with pytest.raises(TypeError, match="unscale_"):
         RecordingScaler(object())

@@ -3,8 +3,9 @@ import pytest
 import torch
 from torch import nn
 
-from ampkit.diagnose.scenarios import SCENARIOS, diagnose_model, run_scenario, scenario_names
+from ampkit.diagnose.scenarios import SCENARIOS, diagnose_model, outlier_run, run_scenario, scenario_names
 from ampkit.models import MLP
+from ampkit.scaling import DynamicLossScaler
 
 EXPECTED = {  # scenario -> words the broken run's diagnosis must contain
     "fp16 forward overflow": ["forward pass", "net.2", "GradScaler cannot fix"],
@@ -54,3 +55,33 @@ def test_forward_overflow_evidence_follows_the_fix():
     broken, fixed = run_scenario("fp16 forward overflow"), run_scenario("fp16 forward overflow", fixed=True)
     assert broken.evidence["dtype"] == "fp16" and min(broken.evidence["bits"]) < 0
     assert fixed.evidence["dtype"] == "bf16" and min(fixed.evidence["bits"]) > 0
+
+
+def test_outlier_run_hysteresis_both_ways():
+    """torch's GradScaler halves at each spike; DeepSpeed's consecutive hysteresis (ampkit's default) never;
+    DeepSpeed's default (hysteresis refilled only when the scale grows) halves at the second spike."""
+    drops = {}
+    for label, scaler in [("torch", torch.amp.GradScaler("cpu")),
+                          ("consecutive", DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True)),
+                          ("deepspeed default", DynamicLossScaler(hysteresis=2, consecutive_hysteresis=False))]:
+        h = outlier_run(scaler)
+        assert [i for i, s in enumerate(h.skipped) if s] == [5, 11], label   # every spike is skipped
+        drops[label] = [i for i in range(1, h.steps) if h.scales[i] < h.scales[i - 1]]
+    assert drops == {"torch": [6, 12], "consecutive": [], "deepspeed default": [12]}
+
+
+def test_outlier_run_bad_input():
+    with pytest.raises(ValueError, match="outliers must be a tuple of step numbers in 0..7"):
+        outlier_run(torch.amp.GradScaler("cpu"), steps=8, outliers=(8,))
+    with pytest.raises(ValueError, match="steps must be an int >= 1"):
+        outlier_run(torch.amp.GradScaler("cpu"), steps=0)
+    with pytest.raises(TypeError, match="GradScaler's calls"):
+        outlier_run(object())
+
+
+def test_evidence_carries_kinds_and_gradient_stats():
+    ev = run_scenario("fp16 forward overflow").evidence
+    assert ev["kinds"] == ["Linear", "ReLU activation", "Linear", "ReLU activation", "Linear"]
+    ev = run_scenario("scale too low").evidence
+    assert len(ev["small_fraction"]) == len(ev["scales"]) == len(ev["grad_max"])
+    assert min(ev["small_fraction"]) > 0.1

@@ -10,8 +10,8 @@ overflows in that format (the bf16-pretrained model whose feed-forward layer ove
 >>> lin = torch.nn.Linear(2, 2); _ = lin.weight.data.fill_(1e3); _ = lin.bias.data.zero_()
 >>> rows = measure_headroom(lin, [(torch.full((1, 2), 100.0), torch.zeros(1, dtype=torch.long))],
 ...                         torch.nn.functional.cross_entropy, "fp16")
->>> rows[0].act_max, rows[0].status
-(200000.0, 'overflow')
+>>> rows[0].act_max, rows[0].status, rows[0].kind
+(200000.0, 'overflow', 'Linear')
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ampkit._util import first_tensor
+from ampkit._util import check_int, first_tensor
 from ampkit.dtypes import short_name
 
-__all__ = ["LayerHeadroom", "measure_headroom", "format_limits", "check_model", "check_scalar_loss"]
+__all__ = ["LayerHeadroom", "measure_headroom", "format_limits", "check_model", "check_scalar_loss", "module_kind"]
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -63,10 +63,22 @@ def check_scalar_loss(loss) -> torch.Tensor:
     return loss
 
 
+def module_kind(module: nn.Module) -> str:
+    """What a module is, in words for a figure: its class name, with "activation" added for torch's activation
+    modules (``ReLU`` -> ``"ReLU activation"``), since their output is an activation, not a layer's.
+
+    >>> module_kind(nn.Linear(2, 2)), module_kind(nn.ReLU()), module_kind(nn.LayerNorm(2))
+    ('Linear', 'ReLU activation', 'LayerNorm')
+    """
+    name = type(module).__name__
+    return f"{name} activation" if type(module).__module__ == "torch.nn.modules.activation" else name
+
+
 @dataclass(frozen=True)
 class LayerHeadroom:
     """One leaf module: largest |activation| and |gradient of its output|, fraction of non-zero gradient values
-    below the smallest normal, and the margins in powers of two against the format."""
+    below the smallest normal, the margins in powers of two against the format, and what the module is
+    (``kind``: ``"Linear"``, ``"ReLU activation"``, ... from :func:`module_kind`)."""
 
     name: str
     act_max: float
@@ -75,6 +87,7 @@ class LayerHeadroom:
     dtype: str
     overflow_bits: float        # log2(max_finite / act_max); < 0: overflows
     grad_overflow_bits: float   # log2(max_finite / grad_max) (unscaled gradients)
+    kind: str = ""              # "Linear", "ReLU activation", ... (module_kind)
 
     @property
     def status(self) -> str:
@@ -97,10 +110,22 @@ def measure_headroom(model: nn.Module, batches: Iterable, loss_fn: Callable, dty
                      steps: int = 3) -> list[LayerHeadroom]:
     """Run up to ``steps`` fp32 forward+backward passes of ``model`` on ``batches`` (``(x, y)`` pairs) and return
     one :class:`LayerHeadroom` per leaf module (in forward order), measured against ``dtype``. Gradients are left
-    zeroed afterwards; the parameters are not changed."""
+    zeroed afterwards; the parameters are not changed.
+
+    ``steps`` must be an int >= 1 and ``batches`` must give at least one ``(x, y)`` pair: otherwise there is
+    nothing to measure, and a ``ValueError`` says so (never an empty list).
+    """
     check_model(model)
     name_fmt, fmax, tiny = format_limits(dtype)
+    steps = check_int("steps", steps, minimum=1)
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable as loss_fn(output, y) -> scalar tensor (e.g. "
+                        f"torch.nn.functional.cross_entropy); got {type(loss_fn).__name__}")
+    if isinstance(batches, (torch.Tensor, str)) or not isinstance(batches, Iterable):
+        raise TypeError(f"batches must be an iterable of (x, y) pairs, e.g. [(x, y)] or a DataLoader; got "
+                        f"{type(batches).__name__}")
     stats: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
     handles = []
 
     def grad_hook(name):
@@ -126,16 +151,28 @@ def measure_headroom(model: nn.Module, batches: Iterable, loss_fn: Callable, dty
 
     for name, mod in model.named_modules():
         if not list(mod.children()):
-            handles.append(mod.register_forward_hook(fwd_hook(name or type(mod).__name__)))
+            label = name or type(mod).__name__
+            kinds[label] = module_kind(mod)
+            handles.append(mod.register_forward_hook(fwd_hook(label)))
+    done = 0
     try:
-        for i, (x, y) in enumerate(batches):
-            if i >= steps:
+        for batch in batches:
+            if done >= steps:
                 break
+            if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+                raise TypeError(f"each batch must be an (x, y) pair; got {type(batch).__name__}"
+                                + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else ""))
+            x, y = batch
             model.zero_grad(set_to_none=True)
             check_scalar_loss(loss_fn(model(x), y)).backward()
+            done += 1
     finally:
         for h in handles:
             h.remove()
         model.zero_grad(set_to_none=True)
-    return [LayerHeadroom(name, a, g, (small / total) if total else 0.0, name_fmt, _bits(fmax, a), _bits(fmax, g))
+    if done == 0:
+        raise ValueError("batches gave no (x, y) pair: there is nothing to measure; pass at least one, e.g. "
+                         "[(x, y)]")
+    return [LayerHeadroom(name, a, g, (small / total) if total else 0.0, name_fmt, _bits(fmax, a), _bits(fmax, g),
+                          kinds.get(name, ""))
             for name, (a, g, small, total) in stats.items()]

@@ -6,9 +6,13 @@ unscaling), the largest unscaled gradient magnitude and the fraction of non-zero
 fp16 gradient would hold below fp16's smallest normal (subnormal or flushed). :func:`classify` reads such a
 :class:`ScalerHistory` (recorded, or built by hand) and returns a :class:`Diagnosis`:
 
-- ``persistent``: the last steps are all skipped and the scale keeps halving toward its floor — a non-finite
-  source in the model or loss (log of 0, division by a tiny norm), not a range problem; no scale fixes it.
-- ``transient``: isolated skips that did not follow a growth of the scale (data spikes); hysteresis helps.
+- ``persistent``: the last steps are all skipped, so the scale halves on every step (torch's GradScaler has no
+  floor: notebook 03's run of 30 overflowing steps ends at 2^-14). Every step makes inf/NaN whatever the scale, so no
+  scale fixes it. Two causes give this picture: a forward overflow (a layer's output above fp16's max: a range
+  problem of the forward pass, which the loss scale does not touch) or a NaN source in the model or loss (log of 0,
+  division by a zero norm). The non-finite hunter tells them apart (a forward op in a layer, or an op in the loss).
+- ``transient``: isolated skips that did not follow a growth of the scale (outlier batches). A rare one needs no
+  fix; frequent ones step the scale down faster than it grows back.
 - ``scale too low``: much of the gradient mass sits below fp16's smallest normal at the scale used.
 - ``growth too slow``: the scale never grew although there was room (growth interval longer than the run).
 - ``healthy``: none of these (skips while the scale calibrates at the start, or right after it grew, are normal).
@@ -20,9 +24,12 @@ fp16 gradient would hold below fp16's smallest normal (subnormal or flushed). :f
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import torch
+
+from ampkit._util import check_int, check_number
 
 __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify", "KINDS"]
 
@@ -45,6 +52,15 @@ class ScalerHistory:
         if len(self.scales) != len(self.skipped):
             raise ValueError(f"scales and skipped must have one entry per step; got {len(self.scales)} and "
                              f"{len(self.skipped)}")
+        for name in ("grad_max", "small_fraction"):
+            got = len(getattr(self, name))
+            if got not in (0, len(self.scales)):
+                raise ValueError(f"{name} must be empty or have one entry per step ({len(self.scales)}); got {got}")
+        bad = [s for s in self.scales
+               if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (0 < s < math.inf)]
+        if bad:
+            raise ValueError(f"every scale must be a positive finite number (the scale a step used, e.g. 65536.0); "
+                             f"got {bad[0]!r}")
 
     @property
     def steps(self) -> int:
@@ -111,10 +127,15 @@ class Diagnosis:
 
 _FIX = {
     "healthy": "nothing to fix.",
-    "persistent": "find the op with ampkit.diagnose.NonFiniteHunter and fix the model or loss (log_softmax "
-                  "instead of log(softmax), clamp a norm before dividing by it); a scaler cannot fix it.",
-    "transient": "keep going — each spike costs one skipped step; a scaler with hysteresis "
-                 "(ampkit.scaling.DynamicLossScaler(hysteresis=2)) backs off only on repeated overflows.",
+    "persistent": "find the first inf/NaN with ampkit.diagnose.NonFiniteHunter; no scale fixes it. A forward op in "
+                  "a layer: a forward overflow, so use bf16 or run that layer in fp32. An op in the loss: fix the "
+                  "loss (log_softmax instead of log(softmax), clamp a norm before dividing by it).",
+    "transient": "a rare skipped step needs no fix: it costs one step, and the scale grows back after "
+                 "growth_interval clean steps (2000 in torch.amp.GradScaler). Spikes more frequent than that step the "
+                 "scale down: find the outlier batches, or use a scaler with hysteresis (torch.amp.GradScaler has "
+                 "none; DeepSpeed's with consecutive_hysteresis=True, or ampkit.scaling.DynamicLossScaler("
+                 "hysteresis=2), backs off only after overflows in a row). With hysteresis a skipped step can leave "
+                 "the scale unchanged: count skips with an optimizer step hook, not from the scale.",
     "scale too low": "raise the scale: use a dynamic scaler with its default init_scale 2**16 (torch.amp."
                      "GradScaler) or a larger static scale, or train in bf16 (fp32's range).",
     "growth too slow": "shorten growth_interval (e.g. 200 instead of 2000) or start from a higher init_scale.",
@@ -131,9 +152,18 @@ def _run_length(flags: list[bool]) -> int:
 
 
 def classify(history: ScalerHistory, persistent_steps: int = 5, small_threshold: float = 0.1) -> Diagnosis:
-    """Classify a run from its scaler ``history`` (see the module docstring for the classes)."""
+    """Classify a run from its scaler ``history`` (see the module docstring for the classes).
+
+    ``persistent_steps`` (an int >= 1): how many skipped steps in a row at the end make a run ``persistent``
+    (a run that skipped every step is persistent however short). ``small_threshold`` (a fraction in [0, 1]): the
+    median share of gradient values below fp16's smallest normal above which the scale is too low.
+    """
     if not isinstance(history, ScalerHistory):
         raise TypeError(f"classify takes a ScalerHistory (RecordingScaler(...).history); got {type(history).__name__}")
+    persistent_steps = check_int("persistent_steps", persistent_steps, minimum=1)
+    small_threshold = check_number("small_threshold", small_threshold, example="0.1")
+    if not 0.0 <= small_threshold <= 1.0:
+        raise ValueError(f"small_threshold must be a fraction between 0 and 1 (e.g. 0.1); got {small_threshold!r}")
     n, s, sk = history.steps, history.scales, history.skipped
     if n == 0:
         raise ValueError("the history is empty: run at least one step with a RecordingScaler")

@@ -18,15 +18,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ampkit._util import check_int
 from ampkit.data import make_blobs
 from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_headroom
-from ampkit.diagnose.health import RecordingScaler, classify
+from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify
 from ampkit.diagnose.hunter import NonFiniteHunter
 from ampkit.models import MLP
 from ampkit.precision import apply_level
 from ampkit.scaling import DynamicLossScaler
 
-__all__ = ["DoctorReport", "SCENARIOS", "run_scenario", "diagnose_model", "scenario_names"]
+__all__ = ["DoctorReport", "SCENARIOS", "run_scenario", "diagnose_model", "scenario_names", "outlier_run"]
 
 
 @dataclass
@@ -73,8 +74,31 @@ def _train(model, X, y, steps, dtype, scaler=None, loss_fn: Callable = F.cross_e
 
 
 def _scales(rec, losses) -> dict:
-    return {"kind": "scales", "scales": list(rec.history.scales), "skipped": list(rec.history.skipped),
-            "losses": losses}
+    h = rec.history
+    return {"kind": "scales", "scales": list(h.scales), "skipped": list(h.skipped), "losses": losses,
+            "grad_max": list(h.grad_max), "small_fraction": list(h.small_fraction)}
+
+
+def _headroom_evidence(rows) -> dict:
+    return {"kind": "headroom", "names": [r.name for r in rows], "kinds": [r.kind for r in rows],
+            "bits": [r.overflow_bits for r in rows], "dtype": rows[0].dtype}
+
+
+def outlier_run(scaler, steps: int = 16, outliers: tuple[int, ...] = (5, 11), seed: int = 0) -> ScalerHistory:
+    """The "transient spikes" run with any scaler: ``steps`` fp16 steps of the doctor's MLP, the batches at
+    ``outliers`` multiplied by 1e5 (each makes the scaled gradients overflow once). Returns the recorded history.
+
+    >>> h = outlier_run(torch.amp.GradScaler("cpu"), steps=8, outliers=(5,))
+    >>> h.skipped.index(True), h.scales[5] / h.scales[6]
+    (5, 2.0)
+    """
+    steps = check_int("steps", steps, minimum=1)
+    if not isinstance(outliers, (tuple, list, set, frozenset)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < steps for i in outliers):
+        raise ValueError(f"outliers must be a tuple of step numbers in 0..{steps - 1}; got {outliers!r}")
+    model, X, y = _task(check_int("seed", seed, minimum=0))
+    _, rec = _train(model, X, y, steps, torch.float16, scaler, poison=frozenset(outliers))
+    return rec.history
 
 
 def _forward_overflow(fixed: bool) -> DoctorReport:
@@ -93,8 +117,7 @@ def _forward_overflow(fixed: bool) -> DoctorReport:
     losses, rec = _train(model, X, y, 6, dtype, torch.amp.GradScaler("cpu"),
                          optimizer=torch.optim.SGD(model.parameters(), lr=1e-6))
     over = [r.name for r in rows if r.status == "overflow"]
-    ev = {"kind": "headroom", "names": [r.name for r in rows], "bits": [r.overflow_bits for r in rows],
-          "dtype": rows[0].dtype}
+    ev = _headroom_evidence(rows)
     if fixed:
         return DoctorReport("fp16 forward overflow", fixed, all(map(math.isfinite, losses)),
                             f"bf16 autocast: no inf/NaN in {h.n_ops} ops (bf16 has fp32's range); "
@@ -127,12 +150,19 @@ def _log_of_zero(fixed: bool) -> DoctorReport:
 
 def _transient(fixed: bool) -> DoctorReport:
     model, X, y = _task()
-    scaler = DynamicLossScaler(hysteresis=2) if fixed else torch.amp.GradScaler("cpu")
+    # torch's GradScaler has no hysteresis; this is DeepSpeed's rule with consecutive_hysteresis=True (DeepSpeed's
+    # default, False, refills the count only when the scale grows, so the second spike would still halve it)
+    scaler = DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True) if fixed else torch.amp.GradScaler("cpu")
     losses, rec = _train(model, X, y, 16, torch.float16, scaler, poison=frozenset({5, 11}))
     d = classify(rec.history)
     drops = sum(1 for a, b in zip(rec.history.scales, rec.history.scales[1:]) if b < a)
+    often = ("; 2 spikes in 16 steps come far more often than the scale grows back (growth_interval=2000), so "
+             "each one lowers it for good" if drops else "; the skipped steps left the scale unchanged")
     return DoctorReport("transient spikes", fixed, drops == 0, f"{d.kind}: {d.evidence}; the scale backed off "
-                        f"{drops} time(s)", "applied: DynamicLossScaler(hysteresis=2)" if fixed else d.fix,
+                        f"{drops} time(s){often}",
+                        "applied: ampkit.scaling.DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True), "
+                        "DeepSpeed's consecutive hysteresis (torch.amp.GradScaler has no hysteresis); the outlier "
+                        "steps are still skipped" if fixed else d.fix,
                         _scales(rec, losses) | {"drops": drops})
 
 
@@ -233,8 +263,7 @@ def diagnose_model(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: 
     return DoctorReport("my model", False, h.first is None and not bad,
                         text + (f"; layers to watch in {rows[0].dtype}: {', '.join(bad)}" if bad else ""),
                         "see the troubleshooting cases in 05_amp_in_practice.ipynb" if bad or h.first else
-                        "nothing to fix", {"kind": "headroom", "names": [r.name for r in rows],
-                                           "bits": [r.overflow_bits for r in rows], "dtype": rows[0].dtype})
+                        "nothing to fix", _headroom_evidence(rows))
 
 
 def run_scenario(name: str, fixed: bool = False, model: nn.Module | None = None, batch=None) -> DoctorReport:

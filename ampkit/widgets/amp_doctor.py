@@ -6,7 +6,7 @@ The logic is :func:`ampkit.diagnose.scenarios.run_scenario`; this module only dr
 
 >>> fig = headroom_figure(["a", "b"], {"fp16": [3.0, -1.0]})
 >>> fig.axes[0].get_title()
-'Overflow headroom per layer: powers of two left below the format max'
+'Overflow headroom per module: powers of two left below the format max'
 """
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ import math
 from collections.abc import Mapping, Sequence
 
 import ipywidgets as W
+import matplotlib.colors as mcolors
+from matplotlib.patches import Patch
 
 from ampkit.diagnose.scenarios import DoctorReport, run_scenario, scenario_names
 from ampkit.widgets import snapshot
-from ampkit.widgets.style import STATUS_COLOURS, dtype_colour, mark_nonfinite, new_figure, png_bytes
+from ampkit.widgets.style import BAND_COLOURS, STATUS_COLOURS, dtype_colour, mark_nonfinite, new_figure, png_bytes
 
 __all__ = ["headroom_figure", "scales_figure", "report_html", "report_figure", "AmpDoctor"]
 
@@ -26,28 +28,60 @@ _MARKERS = ("o", "s", "^", "D", "v")
 _LINES = ("-", "--", ":", "-.")
 
 
-def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], title: str | None = None):
-    """Bars of ``log2(max_finite / largest |activation|)`` per layer, one group per format; below 0 = overflow."""
-    fig = new_figure(7.5, 3.4)
+def _tick_label(name: str, kind: str) -> str:
+    return f"{name}\n{kind.replace(' activation', chr(10) + 'activation')}" if kind else name
+
+
+def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], title: str | None = None,
+                    kinds: Sequence[str] | None = None):
+    """Bars of ``log2(max_finite / largest |activation|)`` per module, one group per format.
+
+    A module whose output overflows the format (a negative headroom, or NaN) gets a bar drawn to the top of the
+    axes, in the overflow colour with hatching and its value written on it, so it is the most visible bar, not an
+    invisible sliver below zero. ``kinds`` (e.g. ``LayerHeadroom.kind``: "Linear", "ReLU activation") is written
+    under each module's name.
+    """
+    if kinds is not None and len(kinds) != len(names):
+        raise ValueError(f"kinds must have one entry per module name ({len(names)}); got {len(kinds)}")
+    for fmt, vals in bits.items():
+        if len(vals) != len(names):
+            raise ValueError(f"bits[{fmt!r}] must have one value per module name ({len(names)}); got {len(vals)}")
+    fig = new_figure(7.5, 4.0)
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(bits))
+    finite = [v for vals in bits.values() for v in vals if math.isfinite(v) and v >= 0]
+    top = max(finite + [1.0]) * 1.3
+    ax.set_ylim(0, top)
+    over_colour = BAND_COLOURS["overflow"]
     for k, (fmt, vals) in enumerate(bits.items()):
-        shown = [v if math.isfinite(v) else 0.0 for v in vals]
         xs = [i + (k - (len(bits) - 1) / 2) * width for i in range(len(names))]
-        ax.bar(xs, shown, width, label=fmt, color=dtype_colour(fmt), edgecolor="black", linewidth=0.5)
-        for x, v in zip(xs, shown):   # the value on each bar: a small negative (overflow) bar is still read
-            over = v < 0
-            ax.annotate("overflow" if over else f"{v:.0f}", (x, max(v, 0)), textcoords="offset points",
-                        xytext=(0, 3), ha="center", fontsize=8, color=STATUS_COLOURS["bad" if over else "neutral"],
-                        fontweight="bold" if over else "normal")
-    ax.axhline(0, color=STATUS_COLOURS["bad"], lw=1.2, ls="--", label="format max (below: overflow)")
-    top = max([v for vals in bits.values() for v in vals if math.isfinite(v)] + [1.0])
-    ax.set_ylim(min(-1.0, ax.get_ylim()[0]), top * 1.35)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_xlabel("layer (module name)")
+        ok = [(x, v) for x, v in zip(xs, vals) if math.isfinite(v) and v >= 0]
+        ax.bar([x for x, _ in ok], [v for _, v in ok], width, label=fmt, color=dtype_colour(fmt),
+               edgecolor="black", linewidth=0.5)
+        for x, v in ok:
+            ax.annotate(f"{v:.0f}", (x, v), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=8,
+                        color=STATUS_COLOURS["neutral"])
+        for x, v in zip(xs, vals):
+            if math.isfinite(v) and v >= 0:
+                continue
+            # overflow (v < 0 or NaN) or no activity at all (+inf: the output was all zeros): drawn to the top
+            overflow = not (v == math.inf)
+            ax.bar(x, top, width, color=over_colour if overflow else "none", alpha=0.35 if overflow else 1.0,
+                   hatch="//" if overflow else "..", edgecolor=dtype_colour(fmt), linewidth=1.5)
+            text = (f"{fmt}\nOVERFLOW\n{v:+.1f}" if math.isfinite(v) else f"{fmt}\nNaN") if overflow else \
+                f"{fmt}\nall zero"
+            ax.text(x, top * 0.5, text, ha="center", va="center", fontsize=8, fontweight="bold",
+                    color=over_colour if overflow else STATUS_COLOURS["neutral"], rotation=90 if width < 0.3 else 0)
+    handles, _ = ax.get_legend_handles_labels()
+    handles.append(Patch(facecolor=mcolors.to_rgba(over_colour, 0.35), hatch="//", edgecolor=over_colour,
+                         label="overflow: output above the format max (bar drawn to the top, value < 0)"))
+    ax.set_xticks(range(len(names)), [_tick_label(n, kinds[i] if kinds else "") for i, n in enumerate(names)],
+                  fontsize=8)
+    ax.set_xlabel("module (name and kind), in forward order")
     ax.set_ylabel("headroom (powers of two)")
-    ax.set_title(title or "Overflow headroom per layer: powers of two left below the format max")
-    ax.legend(loc="upper center", ncol=3, fontsize=9)
+    ax.set_title(title or "Overflow headroom per module: powers of two left below the format max")
+    ax.legend(handles=handles, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.32),
+              title="headroom = log2(format max / largest |output|)", title_fontsize=8)
     return fig
 
 
@@ -74,7 +108,7 @@ def report_figure(report: DoctorReport):
     state = "with the fix" if report.fixed else "as reported"
     if ev.get("kind") == "headroom":
         return headroom_figure(ev["names"], {ev["dtype"]: ev["bits"]},
-                               f"{report.scenario} ({state}): {ev['dtype']} headroom per layer")
+                               f"{report.scenario} ({state}): {ev['dtype']} headroom per module", ev.get("kinds"))
     if ev.get("kind") == "scales":
         return scales_figure({"loss scale": ev}, f"{report.scenario} ({state}): loss scale per step")
     fig = new_figure(7.5, 3.4)
