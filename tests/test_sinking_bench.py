@@ -15,6 +15,7 @@ from ampkit.sinking import (
     Calibration,
     ManySmallOps,
     ModeMeasurement,
+    RunCosts,
     SinkBench,
     SinkLog,
     count_ops,
@@ -22,7 +23,8 @@ from ampkit.sinking import (
     speedup,
 )
 from ampkit.sinking import bench as sink_bench
-from ampkit.sinking.measure import best_per_call
+from ampkit.sinking.measure import best_per_call, median_per_call
+from ampkit.timeline import simulate
 
 
 def test_batch_loader_passes_reshuffle_reproducibly():
@@ -87,6 +89,51 @@ def test_best_per_call_keeps_the_fastest_repeat():
     assert best_per_call(lambda: time.sleep(next(delays)), calls=1, repeats=3) < 0.02
     slept = best_per_call(lambda: time.sleep(0.002), calls=2, repeats=2)
     assert slept >= 0.002                                   # per call, not per repeat
+
+
+def test_median_per_call_keeps_the_middle_repeat_not_the_fastest():
+    delays = iter([0.03, 0.0, 0.015])
+    got = median_per_call(lambda: time.sleep(next(delays)), calls=1, repeats=3)
+    assert 0.015 <= got < 0.03                              # the middle repeat; best_per_call would give < 0.015
+    assert median_per_call(lambda: time.sleep(0.002), calls=2, repeats=1) >= 0.002
+    with pytest.raises(ValueError, match="repeats must be an int >= 1"):
+        median_per_call(lambda: None, calls=1, repeats=0)
+
+
+def test_calibrate_reports_the_median_repeat(monkeypatch):
+    # calibrate() must use the median of its repeats (the real runs are medians too), not the fastest
+    bench = SinkBench(prep_seconds=0.0, compile=False, n_samples=64, depth=2, width=8)
+    used = []
+    real = sink_bench.median_per_call
+    monkeypatch.setattr(sink_bench, "median_per_call", lambda *a, **k: used.append(a[1:3]) or real(*a, **k))
+    bench.calibrate(repeats=3)
+    assert len(used) == 7 and all(repeats == 3 for _, repeats in used)   # launch, step, sync, callback, prep, 2 handoff
+
+
+def test_predict_vs_measured_absolute_error():
+    # CPU-like: eager step = 10 ops x (1 + 1) us = 20 us; a simulator 20 % fast in every mode gets every ratio right
+    cal = Calibration("cpu", 1e-6, 1e-6, 10, 0.0, 0.0, 0.0, 0.0, 2e-5, 5e-6, 1.0, "", False)
+    meas = {"none": ModeMeasurement("none", 2.5e-5, 10, 10, 0.0, (2.5e-5, 2e-5)),
+            "data+graph": ModeMeasurement("data+graph", 6.25e-6, 10, 10, 0.0, (6.25e-6, 5e-6))}
+    rows = predict_vs_measured(cal, meas)
+    assert [r["abs_error"] for r in rows] == pytest.approx([-0.2, -0.2])
+    assert [r["error"] for r in rows] == pytest.approx([0.0, 0.0])             # the ratios hide it
+    assert rows[0]["abs_error_range"] == pytest.approx((-0.2, 0.0))           # run by run: 25 us and 20 us
+    assert "abs_error_range" not in predict_vs_measured(cal, {"none": ModeMeasurement("none", 2e-5, 1, 1, 0.0)})[0]
+
+
+def test_run_costs_add_up_and_compare_with_the_calibration():
+    bench = SinkBench(prep_seconds=1e-3, compile=False, n_samples=64, depth=2, width=8)
+    cal = bench.calibrate(repeats=1)
+    c = bench.in_run_costs(steps=4, rounds=1, pause_repeats=3)
+    assert isinstance(c, RunCosts) and c.steps == 4
+    assert c.prep + c.step + c.rest == pytest.approx(c.total)
+    assert c.prep >= 1e-3 and c.step > 0 and c.step_alone > 0 and c.step_after_pause > 0
+    diff = c.differences(cal)
+    sim_none = simulate("none", cal.params(), 4).step_time
+    assert sum(diff.values()) == pytest.approx(c.total - sim_none)            # the pieces explain the whole gap
+    with pytest.raises(ValueError, match="steps must be an int >= 1"):
+        bench.in_run_costs(steps=0)
 
 
 def test_predict_vs_measured_by_hand():

@@ -14,7 +14,8 @@ one module each:
                 callbacks (:class:`LossMonitor`) fire once per sink with a :class:`SinkInfo`; a :class:`SinkLog`.
 ``model``       :class:`SinkModel`: MindSpore's ``Model`` — all three sinks around one network, loss, optimizer.
 ``workload``    the lesson's workload: :class:`BatchLoader`, :class:`ManySmallOps`, :func:`count_ops`.
-``measure``     :class:`Calibration`, :class:`ModeMeasurement`, :func:`predict_vs_measured`, :func:`speedup`.
+``measure``     :class:`Calibration`, :class:`ModeMeasurement`, :class:`RunCosts`, :func:`predict_vs_measured`,
+                :func:`speedup`.
 ``bench``       :class:`SinkBench`, :func:`calibrate`, :func:`measure_modes`, :func:`warm_compile_cache`.
 ==============  =====================================================================================================
 
@@ -35,7 +36,7 @@ from ampkit.sinking.bench import SinkBench, calibrate, measure_modes, warm_compi
 from ampkit.sinking.cache import compile_cache_dir, kit_cache_dir, kit_compile_cache
 from ampkit.sinking.compile import CompiledStep, compile_step, compile_unavailable_reason
 from ampkit.sinking.loop import LossMonitor, SinkInfo, SinkLog, check_sink_size, loop_sink
-from ampkit.sinking.measure import Calibration, ModeMeasurement, predict_vs_measured, speedup
+from ampkit.sinking.measure import Calibration, ModeMeasurement, RunCosts, predict_vs_measured, speedup
 from ampkit.sinking.model import SinkModel
 from ampkit.sinking.prefetch import DevicePrefetcher, batch_device, check_batch, check_same_device
 from ampkit.sinking.workload import BatchLoader, ManySmallOps, count_ops
@@ -46,5 +47,6 @@ __all__ = [
     "compile_unavailable_reason", "compile_step", "CompiledStep", "warm_compile_cache",
     "check_sink_size", "SinkInfo", "SinkLog", "LossMonitor", "loop_sink", "SinkModel",
     "BatchLoader", "ManySmallOps", "count_ops",
-    "Calibration", "calibrate", "measure_modes", "ModeMeasurement", "predict_vs_measured", "speedup", "SinkBench",
+    "Calibration", "calibrate", "measure_modes", "ModeMeasurement", "RunCosts", "predict_vs_measured", "speedup",
+    "SinkBench",
 ]

@@ -22,7 +22,7 @@ from ampkit.device import pick_device
 from ampkit.sinking.cache import compile_cache_dir
 from ampkit.sinking.compile import compile_unavailable_reason
 from ampkit.sinking.loop import LossMonitor, SinkInfo, endless, loop_sink
-from ampkit.sinking.measure import Calibration, ModeMeasurement, best_per_call, predict_vs_measured
+from ampkit.sinking.measure import Calibration, ModeMeasurement, RunCosts, median_per_call, predict_vs_measured
 from ampkit.sinking.model import SinkModel
 from ampkit.sinking.prefetch import DevicePrefetcher
 from ampkit.sinking.workload import BatchLoader, ManySmallOps, count_ops
@@ -77,34 +77,37 @@ class SinkBench:
         return self.models[True]._loss_graph.compiled
 
     def calibrate(self, repeats: int = 10) -> Calibration:
-        """Measure the simulator's inputs on this machine (about a second, plus the first compile)."""
+        """Measure the simulator's inputs on this machine (about a second, plus the first compile): each cost is
+        the median of ``repeats`` timings (:func:`~ampkit.sinking.measure.median_per_call`), the statistic
+        :meth:`measure` reports for the real runs."""
         dev, cpu = self.device, torch.device("cpu")
         tiny = torch.ones(1, device=dev)
-        launch = best_per_call(lambda: torch.tanh(tiny), 200, repeats, dev)
+        launch = median_per_call(lambda: torch.tanh(tiny), 200, repeats, dev)
         self._warmup(False)
         self._warmup(True)
         x, y = self.sample
-        eager_step = best_per_call(lambda: self.models[False].step(x, y), 20, repeats, dev)
+        eager_step = median_per_call(lambda: self.models[False].step(x, y), 20, repeats, dev)
         graph_model = self.models[True]
-        graph_step = best_per_call(lambda: graph_model.step(x, y), 20, repeats, dev) \
+        graph_step = median_per_call(lambda: graph_model.step(x, y), 20, repeats, dev) \
             if graph_model._loss_graph.compiled else None
         n_ops = count_ops(self.models[False].step, x, y)
         op = max(eager_step / n_ops - launch, 0.0)
         losses = [self.models[False].step(x, y)]
-        sync_cost = best_per_call(lambda: torch.stack(losses).float().tolist(), 200, repeats, dev)
+        sync_cost = median_per_call(lambda: torch.stack(losses).float().tolist(), 200, repeats, dev)
         mon, info = LossMonitor(), SinkInfo(1, 1, 1, (0.5,))
-        callback = best_per_call(lambda: mon(info), 500, repeats, dev)
+        callback = median_per_call(lambda: mon(info), 500, repeats, dev)
         if dev.type == "cpu":
             copy = 0.0
         else:
             host = tuple(t.cpu() for t in self.sample)
-            copy = best_per_call(lambda: [t.to(dev) for t in host], 20, repeats, dev)
+            copy = median_per_call(lambda: [t.to(dev) for t in host], 20, repeats, dev)
         it = endless(self.loader)
-        prep = best_per_call(lambda: next(it), 4, repeats, cpu)
+        prep = median_per_call(lambda: next(it), 4, repeats, cpu)
         it.close()
         batches = [self.sample] * 32
-        plain = best_per_call(lambda: [b for b in batches], 1, repeats, cpu) / len(batches)
-        through = best_per_call(lambda: [b for b in DevicePrefetcher(batches, dev, 2)], 1, repeats, dev) / len(batches)
+        plain = median_per_call(lambda: [b for b in batches], 1, repeats, cpu) / len(batches)
+        through = median_per_call(lambda: [b for b in DevicePrefetcher(batches, dev, 2)], 1, repeats, dev) \
+            / len(batches)
         handoff = max(through - plain, 0.0)
         return Calibration(str(dev), launch, op, n_ops, sync_cost, callback, copy, prep, eager_step, graph_step,
                            graph_model._loss_graph.compile_seconds, graph_model.graph_message,
@@ -141,10 +144,71 @@ class SinkBench:
             out[mode] = replace(median, runs=tuple(m.step_time for m in ms))
         return out
 
+    def in_run_costs(self, steps: int = 16, rounds: int = 3, pause_repeats: int = 21) -> RunCosts:
+        """Time the pieces of real no-sink runs from inside (the loop is :func:`loop_sink`, as in :meth:`measure`):
+        how long taking each batch from the loader and each training step took, and the rest of each step; the
+        median run of ``rounds``. Then the same eager step back to back and right after a pause as long as the
+        loader's (``prep_seconds``), ``pause_repeats`` times each (medians). See :class:`RunCosts`."""
+        steps, rounds = check_int("steps", steps), check_int("rounds", rounds)
+        pause_repeats = check_int("pause_repeats", pause_repeats)
+        self._warmup(False)
+        model, x, y = self.models[False], *self.sample
+        runs = []
+        for _ in range(rounds):
+            for _ in range(2):
+                model.step(x, y)
+            data, step_times = _Timed(_Take(self.loader, steps)), []
+
+            def timed_step(*batch, _times=step_times):
+                t0 = time.perf_counter()
+                loss = model.step(*batch)
+                _times.append(time.perf_counter() - t0)
+                return loss
+
+            log = loop_sink(timed_step, data, 1, None, [LossMonitor()], device=self.device)
+            total = log.seconds / log.steps
+            prep, step = sum(data.times) / log.steps, sum(step_times) / log.steps
+            runs.append((total, prep, step, total - prep - step))
+        total, prep, step, rest = sorted(runs)[(len(runs) - 1) // 2]
+
+        def step_time(pause: float) -> float:
+            times = []
+            for _ in range(pause_repeats):
+                if pause:
+                    time.sleep(pause)
+                t0 = time.perf_counter()
+                model.step(x, y)
+                sync(self.device)
+                times.append(time.perf_counter() - t0)
+            return sorted(times)[(len(times) - 1) // 2]
+
+        return RunCosts(total, prep, step, rest, step_time(0.0), step_time(self.prep_seconds), steps)
+
     def compare(self, calibration: Calibration, measured: dict[str, ModeMeasurement], sink_size: int = 8,
                 depth: int = 2) -> list[dict[str, Any]]:
         """See :func:`ampkit.sinking.measure.predict_vs_measured`."""
         return predict_vs_measured(calibration, measured, sink_size, depth)
+
+
+class _Timed:
+    """A re-iterable that records how long each ``next()`` of ``data`` took (``times``, seconds)."""
+
+    def __init__(self, data: Iterable):
+        self.data, self.times = data, []
+
+    def __len__(self) -> int:
+        return len(self.data)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator:
+        it = iter(self.data)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                batch = next(it)
+            except StopIteration:
+                return
+            self.times.append(time.perf_counter() - t0)
+            yield batch
 
 
 class _Take:

@@ -2,14 +2,17 @@
 (notebook ``04_data_sinking``).
 
 :class:`Calibration` holds the simulator's inputs as measured here (``SinkBench.calibrate`` fills it with
-:func:`best_per_call`) and turns them into :class:`ampkit.timeline.SimParams`; :class:`ModeMeasurement` holds every
-run of one mode (``SinkBench.measure``: interleaved rounds, the median run reported, every run kept);
-:func:`predict_vs_measured` puts the simulator's prediction next to the measurements as ratios to "no sinking", with
-the error of the prediction and, round by round, how much of that error is noise; :func:`speedup` says a measured
-ratio in words.
+:func:`median_per_call`: the *median* of several repeats, the same statistic the real runs report) and turns them
+into :class:`ampkit.timeline.SimParams`; :class:`ModeMeasurement` holds every run of one mode
+(``SinkBench.measure``: interleaved rounds, the median run reported, every run kept); :func:`predict_vs_measured`
+puts the simulator's prediction next to the measurements, in absolute time per step and as ratios to "no sinking",
+with the error of each and, round by round, how much of that error is noise; :class:`RunCosts` splits a real
+no-sink run's step time into the pieces the simulator adds up (``SinkBench.in_run_costs``); :func:`speedup` says a
+measured ratio in words.
 """
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +24,8 @@ from ampkit._util import sync
 from ampkit.device import Ratio
 from ampkit.timeline import SimParams, simulate
 
-__all__ = ["best_per_call", "Calibration", "ModeMeasurement", "predict_vs_measured", "speedup"]
+__all__ = ["best_per_call", "median_per_call", "Calibration", "ModeMeasurement", "RunCosts", "predict_vs_measured",
+           "speedup"]
 
 
 def best_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: torch.device | str = "cpu") -> float:
@@ -40,6 +44,28 @@ def best_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: torch
         sync(device)
         best = min(best, (time.perf_counter() - t0) / calls)
     return best
+
+
+def median_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: torch.device | str = "cpu") -> float:
+    """Median of ``repeats`` timings of ``calls`` back-to-back calls, per call (seconds); ``device`` is synced before
+    and after each timing. This is what :meth:`ampkit.sinking.SinkBench.calibrate` uses: the real runs it is compared
+    with are reported as medians too, so the fastest repeat (:func:`best_per_call`) would bias every simulated time
+    low.
+
+    >>> median_per_call(lambda: None, calls=10, repeats=3) >= 0
+    True
+    """
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1; got {repeats!r}")
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync(device)
+        times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times)
 
 
 @dataclass(frozen=True)
@@ -123,17 +149,51 @@ class ModeMeasurement:
         return min(runs), max(runs)
 
 
+@dataclass(frozen=True)
+class RunCosts:
+    """Where the time of a real no-sink run goes, per step (seconds; ``SinkBench.in_run_costs``), next to what the
+    simulator assumes. Timed *inside* the run: ``prep`` (taking the next batch from the loader), ``step`` (the
+    training step) and ``rest`` (everything else the loop does per step: reading the loss back, the callback, the
+    loop's own bookkeeping), adding up to ``total``. ``step_alone`` is the same step timed back to back and
+    ``step_after_pause`` the step timed right after the thread slept as long as the loader does (both medians):
+    their difference shows what waiting for the loader does to the next step on this machine.
+
+    >>> c = RunCosts(total=10.0, prep=4.0, step=5.0, rest=1.0, step_alone=4.5, step_after_pause=5.0, steps=16)
+    >>> c.prep + c.step + c.rest == c.total
+    True
+    """
+
+    total: float
+    prep: float
+    step: float
+    rest: float
+    step_alone: float
+    step_after_pause: float
+    steps: int
+
+    def differences(self, calibration: Calibration) -> dict[str, float]:
+        """Inside the run minus the calibration, per piece (seconds per step): ``prep``, ``step`` and ``rest``
+        (the calibration's ``sync + callback``); they add up to the run's total minus the simulator's "none"
+        step time (whose per-step sum is ``prep + copy + eager step + sync + callback``)."""
+        return {"prep": self.prep - calibration.prep - calibration.copy,
+                "step": self.step - calibration.n_ops * (calibration.launch + calibration.op),
+                "rest": self.rest - calibration.sync - calibration.callback}
+
+
 def predict_vs_measured(calibration: Calibration, measured: dict[str, ModeMeasurement], sink_size: int = 8,
                         depth: int = 2) -> list[dict[str, Any]]:
-    """One row per measured mode: measured and predicted seconds per step, both as ratios to mode ``"none"``
-    (the speed-up a learner cares about) and the relative error of the predicted ratio. With per-run times
-    (``ModeMeasurement.runs``, interleaved rounds) a row also has ``measured_ratio_range`` and ``error_range``: the
-    same numbers round by round, (lowest, highest) — how much of the error is measurement noise.
+    """One row per measured mode: measured and predicted seconds per step (``measured``, ``predicted``) with the
+    relative error of the absolute prediction (``abs_error`` = predicted / measured - 1: negative when the simulator
+    is too fast), and both times as ratios to mode ``"none"`` (the speed-up a learner cares about) with the relative
+    error of the predicted ratio (``error``). A ratio hides an error that every mode shares (a simulator 15 % fast in
+    every mode predicts every ratio right), so show both. With per-run times (``ModeMeasurement.runs``, interleaved
+    rounds) a row also has ``abs_error_range``, ``measured_ratio_range`` and ``error_range``: the same numbers run
+    by run, (lowest, highest) — how much of each error is measurement noise.
 
     >>> cal = Calibration("cpu", 1e-6, 1e-6, 10, 0.0, 0.0, 0.0, 0.0, 2e-5, 5e-6, 1.0, "", False)
-    >>> rows = predict_vs_measured(cal, {"none": ModeMeasurement("none", 2e-5, 100, 100, 0.0)})
-    >>> round(rows[0]["error"], 3)
-    0.0
+    >>> rows = predict_vs_measured(cal, {"none": ModeMeasurement("none", 2.5e-5, 100, 100, 0.0)})
+    >>> round(rows[0]["error"], 3), round(rows[0]["abs_error"], 3)     # predicted 20 µs, measured 25 µs
+    (0.0, -0.2)
     """
     params = calibration.params(sink_size=sink_size, depth=depth)
     rows = []
@@ -145,7 +205,9 @@ def predict_vs_measured(calibration: Calibration, measured: dict[str, ModeMeasur
             pred = simulate("data", params, m.steps).step_time  # the graph sink fell back to eager
         else:
             pred = simulate(mode, params, m.steps).step_time
-        row = {"mode": mode, "measured": m.step_time, "predicted": pred}
+        row = {"mode": mode, "measured": m.step_time, "predicted": pred, "abs_error": pred / m.step_time - 1.0}
+        if m.runs:
+            row["abs_error_range"] = (pred / max(m.runs) - 1.0, pred / min(m.runs) - 1.0)
         if base_meas:
             row["measured_ratio"] = m.step_time / base_meas
             row["predicted_ratio"] = pred / base_pred
