@@ -1,9 +1,16 @@
-"""Per-tensor vs per-block power-of-two scaling, element by element: what each value became. Taught in
-``06_fp8_scaling.ipynb`` (section 5, the per-tensor vs per-block widget).
+"""Per-tensor vs per-block scaling, element by element: what each value became. Taught in ``06_fp8_scaling.ipynb``
+(section 5, the per-tensor vs per-block widget).
 
-Both sides use the same E8M0 scale rule of :mod:`ampkit.fp8.mx` (``"ocp"`` floor or ``"te"`` round-up); the only
-difference is how many values share one scale: the whole tensor (``block="per-tensor"``) or ``block`` consecutive
-values along the last dimension. Every nonzero element ends up in exactly one of three groups:
+Two families of block scaling, each compared with one scale for the whole tensor *of the same kind*:
+
+- **MX** (:func:`compare_blocks`): an E8M0 power-of-two scale (:mod:`ampkit.fp8.mx`, ``"ocp"`` floor or ``"te"``
+  round-up) per ``block`` consecutive values along the last dimension (``block="per-tensor"``: one for all);
+- **fp32 tiles** (:func:`compare_tiles`): an fp32 scale ``fp8_max / amax`` per 1×128 tile or 128×128 block
+  (:mod:`ampkit.fp8.tiles`, Transformer Engine's ``Float8BlockScaling``), optionally rounded down to a power of two;
+  the per-tensor side is then one fp32 scale for all (``Float8CurrentScaling``).
+
+So on each side the only difference is how many values share one scale. Every nonzero element ends up in exactly
+one of three groups:
 
 - **flushed**: nonzero input that comes back as 0 (below half the smallest subnormal after scaling);
 - **saturated**: ``|x / 2**e|`` past the point where it would round beyond fp8_max
@@ -23,11 +30,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ampkit.fp8.mx import ROUNDINGS, _exponents, check_block, mx_fake_quantize
-from ampkit.fp8.quantize import _saturates, fp8_name
+from ampkit.fp8.mx import ROUNDINGS, check_block, mx_exponents, mx_fake_quantize
+from ampkit.fp8.quantize import fp8_name, saturation_threshold
+from ampkit.fp8.tiles import _tiles, _untile, check_tile, tile_fake_quantize, tile_scales
 
 __all__ = ["PER_TENSOR", "LOG2_ERROR_FLOOR", "BlockStats", "block_choices", "block_stats", "compare_blocks",
-           "outlier_tensor", "log2_error"]
+           "tile_stats", "compare_tiles", "tile_label", "outlier_tensor", "log2_error"]
 
 PER_TENSOR = "per-tensor"
 #: The error map's floor: a value stored exactly (relative error 0) is shown as 2**-12 ("below the colour bar").
@@ -36,15 +44,20 @@ LOG2_ERROR_FLOOR = -12.0
 
 @dataclass(frozen=True)
 class BlockStats:
-    """One quantization of a tensor: per-element relative error and group masks, and their counts."""
+    """One quantization of a tensor: per-element relative error and group masks, and their counts.
+
+    ``scheme`` is ``"mx"`` (E8M0 scale; ``rounding`` = ``"ocp"`` / ``"te"``; ``block`` an int or ``"per-tensor"``)
+    or ``"tiles"`` (fp32 scale; ``rounding`` = ``"power-of-two"`` / ``"fp32"``; ``block`` a ``(rows, cols)`` tile
+    or ``"per-tensor"``)."""
 
     fmt: str
-    block: int | str            # an int, or "per-tensor"
+    block: int | str | tuple[int, int]
     rounding: str
     n_blocks: int
     rel_error: torch.Tensor     # |x̂ − x| / |x| per element (0 where x == 0)
     flushed: torch.Tensor       # bool masks, the shape of x
     saturated: torch.Tensor
+    scheme: str = "mx"
 
     @property
     def n_flushed(self) -> int:
@@ -79,6 +92,15 @@ def block_choices(n: int, smallest: int = 8) -> tuple[int | str, ...]:
     return tuple(out)
 
 
+def tile_label(tile: tuple[int, int]) -> str:
+    """``"1×128"`` for ``(1, 128)``.
+
+    >>> tile_label((128, 128))
+    '128×128'
+    """
+    return f"{tile[0]}×{tile[1]}"
+
+
 def _check_x(x) -> torch.Tensor:
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or not x.is_floating_point():
         raise TypeError("x must be a floating-point tensor with at least one dimension")
@@ -101,15 +123,62 @@ def block_stats(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, round
         flat, b = x, check_block(x, block)
     deq = mx_fake_quantize(flat, name, b, rounding).reshape(x.shape)
     blocks = flat.reshape(*flat.shape[:-1], flat.shape[-1] // b, b)
-    e, _ = _exponents(blocks, name, rounding)
+    e = mx_exponents(flat, name, b, rounding)
     scaled = torch.ldexp(blocks, (-e).unsqueeze(-1).float()).abs().reshape(x.shape)
     nonzero = x != 0
     flushed = nonzero & (deq == 0)
     saturated = nonzero & _saturates(scaled, name)
-    rel = torch.where(nonzero, (deq - x).abs() / x.abs().clamp_min(torch.finfo(torch.float32).tiny),
-                      torch.zeros_like(x))
     return BlockStats(fmt=name, block=block if block == PER_TENSOR else b, rounding=rounding, n_blocks=int(e.numel()),
-                      rel_error=rel, flushed=flushed, saturated=saturated)
+                      rel_error=_rel_error(x, deq), flushed=flushed, saturated=saturated)
+
+
+def _saturates(magnitude: torch.Tensor, fmt: str) -> torch.Tensor:
+    """``|x * scale|`` rounds beyond fp8_max (see :func:`~ampkit.fp8.quantize.saturation_threshold`)."""
+    t, inclusive = saturation_threshold(fmt)
+    return magnitude >= t if inclusive else magnitude > t
+
+
+def _rel_error(x: torch.Tensor, deq: torch.Tensor) -> torch.Tensor:
+    nonzero = x != 0
+    return torch.where(nonzero, (deq - x).abs() / x.abs().clamp_min(torch.finfo(torch.float32).tiny),
+                       torch.zeros_like(x))
+
+
+TILE_ROUNDINGS = ("power-of-two", "fp32")
+
+
+def tile_stats(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] | str = (1, 128),
+               power_of_two: bool = True) -> BlockStats:
+    """Quantize finite 2-D ``x`` with one fp32 scale per ``tile`` (or ``"per-tensor"``: one for all) and count.
+
+    >>> s = tile_stats(outlier_tensor(), "e4m3", (1, 128))
+    >>> s.n_blocks, s.n_saturated, s.rounding
+    (16, 0, 'power-of-two')
+    """
+    x = _check_x(x)
+    if x.dim() != 2:
+        raise TypeError(f"x must be a 2-D tensor (rows × values) for tile scaling; got {x.dim()} dimensions")
+    name = fp8_name(fmt)
+    if tile == PER_TENSOR:
+        t = (x.shape[0], x.shape[1])
+    elif isinstance(tile, str):
+        raise ValueError(f"tile must be {PER_TENSOR!r} or a (rows, cols) pair such as (1, 128); got {tile!r}")
+    else:
+        t = check_tile(x, tile)
+    deq = tile_fake_quantize(x, t, name, power_of_two)
+    scales = tile_scales(x, t, name, power_of_two)
+    scaled = _untile((_tiles(x, *t) * scales.unsqueeze(-1).unsqueeze(-1)).abs(), x.shape)
+    nonzero = x != 0
+    return BlockStats(fmt=name, block=tile if tile == PER_TENSOR else t,
+                      rounding=TILE_ROUNDINGS[0] if power_of_two else TILE_ROUNDINGS[1], n_blocks=int(scales.numel()),
+                      rel_error=_rel_error(x, deq), flushed=nonzero & (deq == 0),
+                      saturated=nonzero & _saturates(scaled, name), scheme="tiles")
+
+
+def compare_tiles(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] = (1, 128), power_of_two: bool = True
+                  ) -> tuple[BlockStats, BlockStats]:
+    """``(per-tensor, per-tile)`` statistics with fp32 scales (``Float8CurrentScaling`` vs ``Float8BlockScaling``)."""
+    return tile_stats(x, fmt, PER_TENSOR, power_of_two), tile_stats(x, fmt, tile, power_of_two)
 
 
 def compare_blocks(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, rounding: str = "ocp"

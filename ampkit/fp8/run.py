@@ -4,6 +4,10 @@ spikes) for the amax-history explorer. Taught in ``06_fp8_scaling.ipynb``.
 The model is :class:`ampkit.models.MLP` on :func:`ampkit.data.make_blobs`; the fp8 model is the same model with
 every ``nn.Linear`` swapped for :class:`~ampkit.fp8.linear.Fp8Linear`. A "spike" multiplies one step's input batch
 by ``spike_factor`` — the kind of outlier batch that makes a stale (delayed) amax saturate.
+
+:func:`gemm_tensors` returns, for one batch, the three tensors a linear layer's GEMMs cast to fp8 in Transformer
+Engine — its input activation ``X``, its weight ``W`` and the gradient of its output ``dY`` — and, for contrast,
+the weight gradient ``dW``, which is a GEMM *output* and stays in higher precision.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from ampkit.fp8.quantize import saturation_threshold
 from ampkit.models import MLP
 
 __all__ = ["MODES", "RunResult", "train_mode", "AmaxRecording", "record_amax_run", "saturation_per_step",
-           "flush_per_step", "make_task"]
+           "flush_per_step", "make_task", "gemm_tensors"]
 
 MODES = ("fp32", "bf16", "fp8")
 
@@ -84,8 +88,9 @@ def train_mode(mode: str, steps: int = 150, batch: int = 64, lr: float = 3e-3, s
 
 @dataclass
 class AmaxRecording:
-    """A recorded fp8 run: per step, the amax and the sorted magnitudes of two tensors — the first layer's input
-    activation (cast to e4m3) and the last layer's output gradient (cast to e5m2)."""
+    """A recorded fp8 run: per step, the amax and the sorted magnitudes of two tensors — the second linear layer's
+    input activation (the first hidden layer's ReLU output, cast to e4m3) and the last layer's output gradient
+    ``dY`` (cast to e5m2)."""
 
     amax: dict[str, torch.Tensor]          # name -> (steps,)
     values: dict[str, torch.Tensor]        # name -> (steps, n) sorted |x| per step
@@ -117,7 +122,7 @@ def record_amax_run(steps: int = 120, spikes: dict[int, float] | None = None,
     grad_spikes = _check_spikes(grad_spikes, {60: 32.0})
     run_model = _model("fp8", seed, Fp8Recipe())
     layers = [m for m in run_model.modules() if isinstance(m, Fp8Linear)]
-    first, last = layers[0], layers[-1]
+    first, last = layers[1], layers[-1]     # layers[1]'s input is a real activation (layers[0]'s is the data)
     first.keep_values = last.keep_values = True
     X, y, _, _ = make_task(seed)
     opt = torch.optim.Adam(run_model.parameters(), lr=3e-3)
@@ -131,6 +136,44 @@ def record_amax_run(steps: int = 120, spikes: dict[int, float] | None = None,
                          formats={"activation": first.recipe.formats["input"],
                                   "gradient": last.recipe.formats["grad_output"]},
                          spikes=spikes, grad_spikes=grad_spikes)
+
+
+def gemm_tensors(model: nn.Module, X: torch.Tensor, y: torch.Tensor, layer: int = 1) -> dict[str, torch.Tensor]:
+    """One forward and backward pass of ``model`` (fp32) on ``(X, y)``; for its ``layer``-th ``nn.Linear`` (0-based):
+    ``{"X": input activation, "W": weight, "dY": gradient of the layer's output, "dW": weight gradient}``, detached
+    copies. ``X``, ``W`` and ``dY`` are what Transformer Engine casts to fp8 (``dY`` in e5m2 under HYBRID); ``dW``
+    is the output of the weight-gradient GEMM and is kept in higher precision. ``model``'s gradients are left
+    zeroed (``None``).
+
+    >>> t = gemm_tensors(MLP(16, 64, 4), torch.randn(8, 16), torch.zeros(8, dtype=torch.long))
+    >>> {k: tuple(v.shape) for k, v in t.items()}
+    {'X': (8, 64), 'W': (64, 64), 'dY': (8, 64), 'dW': (64, 64)}
+    """
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if not linears:
+        raise ValueError("model has no nn.Linear layer")
+    layer = check_int("layer", layer, minimum=0, maximum=len(linears) - 1)
+    lin = linears[layer]
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep_output(_m, _inp, out):
+        out.retain_grad()
+        seen["Y"] = out
+
+    def keep_input(_m, inp):
+        seen["X"] = inp[0].detach().clone()
+
+    hooks = [lin.register_forward_pre_hook(keep_input), lin.register_forward_hook(keep_output)]
+    try:
+        model.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(X), y).backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    out = {"X": seen["X"], "W": lin.weight.detach().clone(), "dY": seen["Y"].grad.detach().clone(),
+           "dW": lin.weight.grad.detach().clone()}
+    model.zero_grad(set_to_none=True)
+    return out
 
 
 def saturation_per_step(sorted_abs: torch.Tensor, scales: torch.Tensor, fmt: str) -> torch.Tensor:
