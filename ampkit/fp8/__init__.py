@@ -4,6 +4,7 @@ layer. Taught in ``06_fp8_scaling.ipynb``.
 - :mod:`ampkit.fp8.quantize` — one scale per tensor (``fp8_max / amax / 2**margin``), quantize / dequantize, reports
 - :mod:`ampkit.fp8.delayed` — amax history, "max" / "most_recent", margin; delayed vs just-in-time; the recipes
 - :mod:`ampkit.fp8.mx` — MX block scaling (32 values share an E8M0 scale): OCP floor rule vs Transformer Engine's
+- :mod:`ampkit.fp8.tiles` — an fp32 scale per 1×128 tile or 128×128 block (Transformer Engine's Float8BlockScaling)
 - :mod:`ampkit.fp8.linear` — ``Fp8Linear`` (fp8 forward / e5m2 backward, fp32 products), ``torch._scaled_mm`` check
 - :mod:`ampkit.fp8.run` — fp8 vs bf16 vs fp32 training of a kit model; a recorded run's amaxes with spikes
 
@@ -24,6 +25,8 @@ from ampkit.fp8.mx import (
     MX_BLOCK,
     ROUNDINGS,
     MXReport,
+    e8m0_decode,
+    e8m0_encode,
     mx_dequantize,
     mx_exponents,
     mx_fake_quantize,
@@ -46,8 +49,18 @@ from ampkit.fp8.quantize import (
     quant_report,
     quantize,
     saturation_threshold,
+    scale_inv,
 )
 from ampkit.fp8.run import AmaxRecording, RunResult, record_amax_run, train_mode
+from ampkit.fp8.tiles import (
+    BLOCK_128X128,
+    TILE_1X128,
+    tile_dequantize,
+    tile_fake_quantize,
+    tile_quantize,
+    tile_scales,
+    transpose_mismatch,
+)
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
            "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float", "QuantReport",
@@ -55,5 +68,7 @@ __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal
            "current_scale",
            "ALGOS", "RECIPES", "recipe_formats", "DelayedScaling", "StepResult", "delayed_scales", "current_scales",
            "MX_BLOCK", "ROUNDINGS", "MXReport", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize",
-           "mx_report", "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
-           "AmaxRecording", "RunResult", "record_amax_run", "train_mode"]
+           "mx_report", "e8m0_encode", "e8m0_decode", "scale_inv", "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
+           "AmaxRecording", "RunResult", "record_amax_run", "train_mode",
+           "TILE_1X128", "BLOCK_128X128", "tile_scales", "tile_quantize", "tile_dequantize", "tile_fake_quantize",
+           "transpose_mismatch"]
