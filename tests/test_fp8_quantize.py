@@ -1,6 +1,7 @@
-"""ampkit.fp8.quantize: exhaustive agreement with torch's casts, the scale rule, reports, bad input."""
+"""ampkit.fp8.quantize: exhaustive agreement with torch's casts, the scale rule, TE's amax and dequantize, bad input."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -17,6 +18,7 @@ from ampkit.fp8 import (
     fp8_to_float,
     quant_report,
     quantize,
+    scale_inv,
 )
 
 FORMATS = ["e4m3", "e5m2"]
@@ -79,8 +81,71 @@ def test_scale_rule_matches_transformer_engine():
 def test_current_scale_of_degenerate_tensors_is_one():
     assert current_scale(torch.zeros(4)) == 1.0
     assert current_scale(torch.tensor([float("inf"), float("nan")])) == 1.0
-    assert current_scale(torch.tensor([2.0, float("inf")])) == 224.0   # non-finite values left out of the amax
+    assert current_scale(torch.tensor([2.0, float("inf")])) == 1.0     # TE: amax inf -> compute_scale_from_amax gives 1
+    assert current_scale(torch.tensor([2.0, float("nan")])) == 224.0   # a NaN is skipped by the amax (fmaxf)
+    assert current_scale(torch.tensor([float("nan")] * 3)) == 1.0      # all NaN: amax 0
     assert amax_of(torch.tensor([])) == 0.0
+
+
+def fmaxf_amax(values):
+    """TE's amax loop written out: ``amax = fmaxf(fabsf(v), amax)`` from 0; fmaxf returns the other operand of a NaN."""
+    amax = 0.0
+    for v in values:
+        a = abs(v)
+        amax = amax if math.isnan(a) else a if math.isnan(amax) else max(a, amax)
+    return amax
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_amax_is_tes_fmaxf_reduction(seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(200, generator=g) * 10
+    idx = torch.randperm(200, generator=g)
+    x[idx[:seed * 3]] = float("nan")                          # seed 0: no NaN
+    x[idx[20:20 + seed // 2]] = -float("inf") if seed % 2 else float("inf")   # seeds 2, 3: one inf
+    assert amax_of(x) == fmaxf_amax(x.tolist())
+    assert (amax_of(x) == float("inf")) == (seed >= 2)
+    assert amax_of(x.to(torch.bfloat16)) == fmaxf_amax(x.to(torch.bfloat16).float().tolist())
+    with pytest.raises(TypeError, match="tensor"):
+        amax_of(x.tolist())
+
+
+def test_compute_scale_rounds_the_amax_to_fp32_first():
+    # TE stores amaxes in fp32: 1e39 is inf there and 1e-50 is 0, so both keep the previous scale
+    assert compute_scale(1e39, "e4m3", previous=5.0) == 5.0
+    assert compute_scale(1e-50, "e4m3", previous=5.0) == 5.0
+    assert compute_scale(1e-45, "e4m3") == torch.finfo(torch.float32).max   # fp32 subnormal amax: the scale overflows
+    assert compute_scale(0.1, "e4m3") == float(torch.tensor(448.0) / torch.tensor(0.1))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale", SCALES + [3.0, 12345.678, 2.149e4])
+def test_dequantize_is_q_times_fp32_scale_inv_on_all_256_patterns(fmt, scale):
+    """TE: scale_inv = fp32(1 / scale) is stored with the data, dequantize = q * scale_inv (numpy's fp32 as oracle)."""
+    q, vals = all_patterns(fmt)
+    s32 = np.float32(scale)
+    inv = np.float32(1.0) / s32
+    expected = torch.from_numpy(vals.numpy().astype(np.float32) * inv)
+    got = dequantize(q, scale)
+    assert scale_inv(scale) == float(inv)
+    assert torch.equal(torch.isnan(got), torch.isnan(expected))
+    ok = ~torch.isnan(expected)
+    assert torch.equal(got[ok], expected[ok])
+    # the documented difference from q / scale: at most one fp32 ulp, and none for a power-of-two scale
+    divided = torch.from_numpy(vals.numpy().astype(np.float32) / s32)
+    fin = ok & torch.isfinite(divided)
+    ulp = torch.from_numpy(np.abs(np.spacing(divided.numpy().astype(np.float32))))
+    assert bool(((got - divided).abs()[fin] <= ulp[fin]).all())
+    if math.log2(float(s32)).is_integer():
+        assert torch.equal(got[fin], divided[fin])
+
+
+def test_dequantize_differs_from_division_by_one_ulp_on_many_elements():
+    q, vals = all_patterns("e4m3")
+    fin = torch.isfinite(vals) & (vals != 0)
+    differ = (dequantize(q, 3.0) != vals / torch.tensor(3.0)) & fin
+    assert 0.2 < float(differ.sum()) / float(fin.sum()) < 0.3            # 25 % at scale 3, e4m3
+    assert not bool(((dequantize(q, 4.0) != vals / 4.0) & fin).any())
 
 
 def test_report_counts_saturated_flushed_kept():
@@ -125,8 +190,20 @@ def test_bad_scale_margin_and_types():
         compute_scale(1.0, margin=0.5)
     with pytest.raises(TypeError):
         compute_scale("big")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
         dequantize(torch.ones(2), 1.0)
+    with pytest.raises(ValueError, match="fp32"):
+        quantize(torch.ones(2), 1e39)                  # inf in fp32
+    with pytest.raises(ValueError, match="fp32"):
+        quantize(torch.ones(2), 1e-50)                 # 0 in fp32
+    with pytest.raises(TypeError, match="scale"):
+        quantize(torch.ones(2), True)
+    with pytest.raises(ValueError, match="shape"):
+        quantize(torch.ones(2), torch.ones(2))
+    with pytest.raises(TypeError, match="tensor"):
+        quant_report([1.0], 1.0)
+    with pytest.raises(ValueError, match="previous"):
+        compute_scale(1.0, previous=float("nan"))
 
 
 def test_torch_raw_casts_saturate_e4m3_but_not_e5m2():

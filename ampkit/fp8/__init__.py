@@ -68,7 +68,8 @@ __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal
            "current_scale",
            "ALGOS", "RECIPES", "recipe_formats", "DelayedScaling", "StepResult", "delayed_scales", "current_scales",
            "MX_BLOCK", "ROUNDINGS", "MXReport", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize",
-           "mx_report", "e8m0_encode", "e8m0_decode", "scale_inv", "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
+           "e8m0_encode", "e8m0_decode", "scale_inv",
+           "mx_report", "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
            "AmaxRecording", "RunResult", "record_amax_run", "train_mode",
            "TILE_1X128", "BLOCK_128X128", "tile_scales", "tile_quantize", "tile_dequantize", "tile_fake_quantize",
            "transpose_mismatch"]

@@ -1,24 +1,40 @@
 """Delayed scaling: the scale a step casts with comes from the amax *history* of earlier steps, so no extra pass over
 the data is needed — at the risk of a stale amax when a value spikes. Taught in ``06_fp8_scaling.ipynb``.
 
-Follows Transformer Engine's ``DelayedScaling`` recipe (``transformer_engine/common/recipe/delayed_scaling.cu``):
-step *t* casts with the current scale and records its amax in the newest history slot; after the step the scale is
-recomputed from the window of the last ``history_len`` recorded amaxes (``"max"``: the largest, NaN entries ignored;
-``"most_recent"``: the one just recorded) as ``fp8_max * 2**-margin / amax`` (an amax of 0, inf or NaN keeps the
-previous scale), then the history rolls and the newest slot is zeroed. So the scale used at step *t* sees the amaxes
-of steps *t-history_len* … *t-1*; the first step uses the initial scale (1.0).
+Follows Transformer Engine's ``DelayedScaling`` recipe as its default, *fused* update runs it (TE's
+``FP8GlobalStateManager.reduce_and_update_fp8_tensors`` in ``transformer_engine/pytorch/quantization.py`` calls the
+CUDA kernel ``kernel_bulk`` of ``transformer_engine/common/recipe/delayed_scaling.cu``; read in TE 2.20.0.dev0, the
+same since TE 1.7):
+
+1. step *t* casts with the current scale and writes its amax (:func:`~ampkit.fp8.quantize.amax_of`: inf if the
+   tensor holds ±inf, NaN elements skipped) into slot 0 of the history;
+2. after the step, if that amax is **0** (the module did not run, or its tensor was all zeros) nothing changes: no
+   roll, same scale (TE ≥ 1.7, "Avoid amax roll for non-run modules"; TE's unfused path, used with
+   ``NVTE_UNFUSED_FP8_UPDATE=1`` or a callable algorithm, rolls anyway — the kit does not follow it);
+3. otherwise the amax to use is the largest of the whole window of ``history_len`` slots (``"max"``; NaN entries
+   skipped, as ``fmaxf`` does) or the one just written (``"most_recent"``), and the scale becomes
+   ``fp8_max * 2**-margin / amax`` — unless that amax is 0, inf or NaN: then the previous scale is kept. An inf
+   therefore freezes the scale until it leaves the window ``history_len`` non-zero steps later;
+4. the history rolls as TE rolls it (``torch.roll(history, -1)``, then slot 0 zeroed): slot 0 is free for the next
+   step, slots 1 … ``history_len - 1`` hold the previous amaxes, oldest first.
+
+So the scale used at step *t* sees the amaxes of the last ``history_len`` steps before *t* that had a non-zero amax;
+the first step uses the initial scale (1.0, as TE initialises it).
 
 :class:`DelayedScaling` walks that state one step at a time; :func:`delayed_scales` computes the scales of a whole
-recorded run at once (vectorised), :func:`current_scales` the just-in-time ones.
+recorded run at once (vectorised, the same numbers), :func:`current_scales` the just-in-time ones.
 
 >>> s = DelayedScaling("e4m3", history_len=2, algo="max")
 >>> [s.step(torch.tensor([a])).scale for a in (4.0, 2.0, 1.0, 1.0)]
 [1.0, 112.0, 112.0, 224.0]
 >>> delayed_scales(torch.tensor([4.0, 2.0, 1.0, 1.0]), "e4m3", history_len=2).tolist()
 [1.0, 112.0, 112.0, 224.0]
+>>> delayed_scales(torch.tensor([4.0, 0.0, 2.0, 1.0]), "e4m3", history_len=2).tolist()   # step 1 did not run
+[1.0, 112.0, 112.0, 112.0]
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +42,7 @@ import torch
 from ampkit._util import check_choice, check_int
 from ampkit.fp8.quantize import (
     QuantReport,
+    _check_scale,
     amax_of,
     check_margin,
     compute_scale,
@@ -36,7 +53,7 @@ from ampkit.fp8.quantize import (
 )
 
 __all__ = ["ALGOS", "RECIPES", "recipe_formats", "DelayedScaling", "StepResult", "delayed_scales",
-           "current_scales", "check_algo", "check_history_len"]
+           "current_scales", "check_algo", "check_history_len", "check_amaxes"]
 
 #: Transformer Engine's ``amax_compute_algo`` choices.
 ALGOS = ("max", "most_recent")
@@ -77,9 +94,11 @@ class StepResult:
 
 
 class DelayedScaling:
-    """One tensor's delayed-scaling state: amax history (newest first, as Transformer Engine stores it) and scale.
+    """One tensor's delayed-scaling state: the amax history (Transformer Engine's layout: slot 0 is written by the
+    current step, slots 1 … L-1 hold the previous amaxes, oldest first) and the scale.
 
-    ``step(x)`` = cast ``x`` with the current scale, record its amax, then update the scale and roll the history.
+    ``step(x)`` = cast ``x`` with the current scale, record its amax, then update: see the module docstring (a step
+    whose amax is 0 changes nothing).
     """
 
     def __init__(self, fmt: str = "e4m3", history_len: int = 1024, algo: str = "max", margin: int = 0,
@@ -88,19 +107,24 @@ class DelayedScaling:
         self.history_len = check_history_len(history_len)
         self.algo = check_algo(algo)
         self.margin = check_margin(margin)
-        self.scale = compute_scale(0.0, self.fmt, self.margin, previous=initial_scale)
+        self.scale = _check_scale(initial_scale, "initial_scale")
         self.history = torch.zeros(self.history_len)   # [0] = the slot the next step writes
 
     def record(self, amax: float) -> None:
-        """Write this step's amax into the newest slot (a tensor's finite amax, see :func:`amax_of`)."""
-        self.history[0] = float(amax)
+        """Write this step's amax into slot 0 (a tensor's amax, see :func:`~ampkit.fp8.quantize.amax_of`; a number
+        ≥ 0, inf or NaN)."""
+        self.history[0] = _check_amax(amax)
 
     def update(self) -> float:
-        """Recompute the scale from the window, roll the history (newest slot zeroed); return the new scale."""
+        """TE's fused update: no change if slot 0 holds 0; otherwise recompute the scale from the window and roll the
+        history (slot 0 zeroed). Returns the scale."""
         h = self.history
-        amax = float(h[0]) if self.algo == "most_recent" else float(torch.nan_to_num(h, nan=0.0).max())
+        last = float(h[0])
+        if last == 0.0:         # a module that did not run (or an all-zero tensor): no roll, the scale stays
+            return self.scale
+        amax = last if self.algo == "most_recent" else float(torch.where(torch.isnan(h), 0.0, h).max())
         self.scale = compute_scale(amax, self.fmt, self.margin, previous=self.scale)
-        self.history = torch.roll(h, 1)
+        self.history = torch.roll(h, -1)
         self.history[0] = 0.0
         return self.scale
 
@@ -120,6 +144,41 @@ class DelayedScaling:
     def __repr__(self) -> str:
         return (f"DelayedScaling(fmt={self.fmt!r}, history_len={self.history_len}, algo={self.algo!r}, "
                 f"margin={self.margin}, scale={self.scale:g})")
+
+
+def _check_amax(amax) -> float:
+    """One recorded amax: a number ≥ 0, inf or NaN (TypeError / ValueError otherwise)."""
+    if isinstance(amax, torch.Tensor):
+        if amax.numel() != 1:
+            raise ValueError(f"amax must be one number (a tensor with one element); got shape {tuple(amax.shape)}")
+        amax = float(amax)
+    if isinstance(amax, bool) or not isinstance(amax, numbers.Real):
+        raise TypeError(f"amax must be a number >= 0, inf or NaN; got {type(amax).__name__} {amax!r}")
+    if float(amax) < 0:
+        raise ValueError(f"amax must be a number >= 0, inf or NaN (a largest magnitude); got {amax!r}")
+    return float(amax)
+
+
+def check_amaxes(amaxes, name: str = "amaxes") -> torch.Tensor:
+    """A recorded run's amaxes as a 1-D fp32 tensor: one per step, at least one, each ≥ 0, inf or NaN."""
+    want = f"{name} must be a 1-D tensor or list of numbers (one amax per step, each >= 0, inf or NaN)"
+    if isinstance(amaxes, torch.Tensor):
+        if amaxes.is_complex() or amaxes.dtype == torch.bool:
+            raise TypeError(f"{want}; got a {amaxes.dtype} tensor")
+        a = amaxes.detach().to(torch.float32)
+    else:
+        try:
+            a = torch.as_tensor(amaxes, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{want}; got {type(amaxes).__name__}") from None
+    if a.dim() > 1:
+        raise ValueError(f"{want}; got shape {tuple(a.shape)}")
+    a = a.reshape(-1)
+    if a.numel() == 0:
+        raise ValueError(f"{want}; got none (an empty run has no steps to scale)")
+    if bool((a < 0).any()):
+        raise ValueError(f"{want}; got a negative value {float(a[a < 0][0])!r}")
+    return a
 
 
 def _forward_fill(values: torch.Tensor, valid: torch.Tensor, initial: float) -> torch.Tensor:
@@ -146,25 +205,32 @@ def delayed_scales(amaxes: torch.Tensor, fmt: str = "e4m3", history_len: int = 1
                    margin: int = 0, initial_scale: float = 1.0) -> torch.Tensor:
     """The scale each step of a recorded run casts with under delayed scaling (fp32, one per step).
 
-    Same numbers as stepping :class:`DelayedScaling` through the run, computed at once: for ``"max"`` a sliding
-    window maximum over the previous ``history_len`` amaxes (NaN ignored, inf kept: it makes the window invalid).
+    Same numbers as stepping :class:`DelayedScaling` through the run, computed at once: the steps whose amax is 0
+    are taken out (they change nothing), then for ``"max"`` a sliding-window maximum over the last ``history_len``
+    remaining amaxes (NaN skipped, inf kept: it makes the window's scale keep the previous one).
     """
     fmt, algo = fp8_name(fmt), check_algo(algo)
     history_len, margin = check_history_len(history_len), check_margin(margin)
-    initial = compute_scale(0.0, fmt, margin, previous=initial_scale)
-    a = torch.as_tensor(amaxes, dtype=torch.float32).reshape(-1)
-    if algo == "max":
-        a = torch.nan_to_num(a, nan=0.0, posinf=float("inf"))
-        padded = torch.cat([torch.zeros(history_len - 1), a])
-        a = padded.unfold(0, history_len, 1).max(dim=1).values   # window ending at each step, newest included
-    new = _scales_from(a, fmt, margin, initial)     # new[t] = scale after step t's update
-    return torch.cat([torch.tensor([initial]), new[:-1]])   # step t uses the scale computed after step t-1
+    initial = _check_scale(initial_scale, "initial_scale")
+    a = check_amaxes(amaxes)
+    ran = a != 0                        # NaN != 0 too: a NaN amax rolls the history, as in TE's kernel
+    r = a[ran]
+    if algo == "max" and r.numel():
+        r = torch.where(torch.isnan(r), 0.0, r)
+        padded = torch.cat([torch.zeros(history_len - 1), r])
+        r = padded.unfold(0, history_len, 1).max(dim=1).values   # window ending at each step, newest included
+    after_ran = _scales_from(r, fmt, margin, initial)             # the scale after each step that ran
+    after = torch.full_like(a, initial)
+    after[ran] = after_ran
+    after = _forward_fill(after, ran, initial)                    # a step that did not run keeps the scale
+    return torch.cat([torch.tensor([initial]), after[:-1]])       # step t uses the scale computed after step t-1
 
 
 def current_scales(amaxes: torch.Tensor, fmt: str = "e4m3", margin: int = 0) -> torch.Tensor:
-    """Just-in-time scaling: each step's scale from its own amax (invalid amax → 1.0, as Transformer Engine)."""
+    """Just-in-time scaling: each step's scale from its own amax (amax 0, inf or NaN → 1.0, as Transformer Engine's
+    ``compute_scale_from_amax``)."""
     fmt, margin = fp8_name(fmt), check_margin(margin)
-    a = torch.as_tensor(amaxes, dtype=torch.float32).reshape(-1)
+    a = check_amaxes(amaxes)
     valid = torch.isfinite(a) & (a > 0)
     raw = _target(fmt, margin) / torch.where(valid, a, torch.ones_like(a))
     raw = torch.where(torch.isinf(raw), torch.full_like(raw, torch.finfo(torch.float32).max), raw)

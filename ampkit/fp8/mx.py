@@ -1,25 +1,34 @@
 """MX block scaling: every block of 32 consecutive values along the last dimension shares one power-of-two scale
-(an E8M0 byte, 2**-127 … 2**127), its elements stored as fp8 (MXFP8 e4m3 / e5m2). Taught in ``06_fp8_scaling.ipynb``.
+(an E8M0 byte: bias 127, exponents -127 … 127, byte 0xFF = NaN), its elements stored as fp8 (MXFP8 e4m3 / e5m2).
+Taught in ``06_fp8_scaling.ipynb``.
 
 Two ways to pick a block's exponent, both implemented here:
 
-``"ocp"``  the OCP Microscaling Formats (MX) v1.0 specification: ``e = floor(log2(amax_block)) - emax_elem`` with
-           ``emax_elem`` the exponent of the element format's largest normal (8 for e4m3, 15 for e5m2). The block's
-           largest value lands in the top binade, which can lie *above* ``fp8_max`` (e4m3: 1.75·2**8 = 448, but
-           amax/2**e may be up to 2**9): such values saturate to ±fp8_max.
-``"te"``   Transformer Engine's MXFP8: ``e`` = the exponent of ``amax_block / fp8_max`` rounded *up* when not an
-           exact power of two, so ``amax_block / 2**e <= fp8_max`` and nothing saturates (at the cost of up to one
-           binade of resolution for small values).
+``"ocp"``  the OCP Microscaling Formats (MX) v1.0 specification (§6.3): ``e = floor(log2(amax_block)) - emax_elem``
+           with ``emax_elem`` the exponent of the element format's largest normal (8 for e4m3, 15 for e5m2). The
+           block's largest value lands in the top binade, which can lie *above* ``fp8_max`` (e4m3: 1.75·2**8 = 448,
+           but amax/2**e may be up to 2**9): such values saturate to ±fp8_max.
+``"te"``   Transformer Engine's MXFP8 (``float_to_e8m0(amax_block * fp32(1 / fp8_max))`` in
+           ``transformer_engine/common/util/ptx_arch_spec.cuh``, read in TE 2.20.0.dev0): the exponent of the fp32
+           product, rounded *up* when it is not an exact power of two, so ``amax_block / 2**e <= fp8_max`` and nothing
+           saturates (at the cost of up to one binade of resolution for small values). A product that underflows
+           fp32 to 0 gets byte 0x00, exponent -127.
 
-Exponents are clamped to [-127, 127]. An all-zero block gets -127. A block holding inf or NaN decodes to NaN
-(the spec's NaN scale); its exponent is reported as 127 and flagged in ``nonfinite_blocks``. The block size must
-divide the last dimension (no padding).
+Both rules clamp the exponent to E8M0's range [-127, 127]; an all-zero block gets -127 (TE: byte 0x00; the spec's
+``log2(0)`` is below every exponent). A block holding inf or NaN has no valid scale: its E8M0 byte is the spec's NaN
+code 0xFF (:func:`e8m0_encode`) and it decodes to NaN, as in the spec's reference code (``microsoft/microxcaling``,
+``mx/mx_ops.py``); in the int exponents it is reported as 127 and flagged in ``nonfinite_blocks``. (TE's own kernel
+is not the spec here: it skips NaN in the amax and gives an inf amax byte 0xFE.) The block size must divide the last
+dimension (no padding).
 
 >>> x = torch.tensor([[500.0] + [1.0] * 31])
 >>> mx_exponents(x, "e4m3", rounding="ocp").tolist(), mx_exponents(x, "e4m3", rounding="te").tolist()
 ([[0]], [[1]])
 >>> mx_fake_quantize(x, "e4m3", rounding="ocp")[0, 0].item(), mx_fake_quantize(x, "e4m3", rounding="te")[0, 0].item()
 (448.0, 512.0)
+>>> q, e, bad = mx_quantize(torch.tensor([[1e-44] * 32, [float("inf")] * 32]), rounding="te")
+>>> e.tolist(), e8m0_encode(e, bad).tolist()
+([[-127], [127]], [[0], [255]])
 """
 from __future__ import annotations
 
@@ -29,14 +38,16 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
-from ampkit.fp8.quantize import _saturates, fp8_dtype, fp8_max, fp8_name
+from ampkit.fp8.quantize import FP8_FORMATS, _saturates, fp8_dtype, fp8_max, fp8_name, fp8_to_float
 
-__all__ = ["ROUNDINGS", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "emax_elem", "mx_exponents", "mx_quantize",
-           "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block"]
+__all__ = ["ROUNDINGS", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
+           "mx_quantize", "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block", "e8m0_encode",
+           "e8m0_decode"]
 
 ROUNDINGS = ("ocp", "te")
 MX_BLOCK = 32
-E8M0_MIN, E8M0_MAX = -127, 127
+#: E8M0 (OCP MX v1.0 §5.4.1): 8 exponent bits, bias 127, exponents -127 … 127, byte 0xFF = NaN (no inf, no zero).
+E8M0_MIN, E8M0_MAX, E8M0_BIAS, E8M0_NAN = -127, 127, 127, 0xFF
 
 
 def emax_elem(fmt: str | torch.dtype) -> int:
@@ -67,18 +78,85 @@ def mx_exponents(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, roun
     return _exponents(_blocks(x, check_block(x, block)), fp8_name(fmt), rounding)[0]
 
 
+def _te_e8m0(amax: torch.Tensor, fmt: str) -> torch.Tensor:
+    """Transformer Engine's ``float_to_e8m0(amax * max_norm_rcp)`` for finite ``amax`` ≥ 0, as unbiased exponents.
+
+    ``max_norm_rcp`` is ``1 / fp8_max`` rounded to fp32 and the product is an fp32 multiply; the byte is the
+    product's exponent field, plus one when its mantissa is non-zero — except at byte 0xFE (no overflow) and for a
+    subnormal product at most 2**-127 (it stays 0x00); a product of 0 gives 0x00."""
+    rcp = torch.tensor(1.0 / fp8_max(fmt), dtype=torch.float32)
+    val = amax.float() * rcp
+    bits = val.view(torch.int32)
+    exp, man = (bits >> 23) & 0xFF, bits & 0x7FFFFF
+    up = (man > 0) & (exp != 0xFE) & ~((exp == 0) & (man <= 0x400000))
+    byte = torch.where(val == 0, torch.zeros_like(exp), exp + up.to(exp.dtype))
+    return byte - E8M0_BIAS
+
+
 def _exponents(b: torch.Tensor, fmt: str, rounding: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(exponents, nonfinite_blocks)`` of blocks ``b`` (shape ``(..., n_blocks, block)``)."""
     finite = torch.isfinite(b).all(dim=-1)
     amax = torch.where(torch.isfinite(b), b.abs(), torch.zeros_like(b)).amax(dim=-1)
     if rounding == "ocp":
-        mant, ex = torch.frexp(amax)            # amax = mant * 2**ex, mant in [0.5, 1): floor(log2) = ex - 1
-        e = ex - 1 - emax_elem(fmt)
+        _, ex = torch.frexp(amax)            # amax = mant * 2**ex, mant in [0.5, 1): floor(log2) = ex - 1
+        e = torch.where(amax > 0, ex - 1 - emax_elem(fmt), torch.full_like(ex, E8M0_MIN))
     else:
-        mant, ex = torch.frexp(amax / fp8_max(fmt))
-        e = torch.where(mant == 0.5, ex - 1, ex)   # exact power of two: that exponent; otherwise round up
-    e = torch.where(amax > 0, e, torch.full_like(e, E8M0_MIN)).clamp(E8M0_MIN, E8M0_MAX)
+        e = _te_e8m0(amax, fmt)
+    e = e.clamp(E8M0_MIN, E8M0_MAX)
     e = torch.where(finite, e, torch.full_like(e, E8M0_MAX))
     return e.to(torch.int32), ~finite
+
+
+def e8m0_encode(exponents: torch.Tensor, nonfinite_blocks: torch.Tensor | None = None) -> torch.Tensor:
+    """The E8M0 bytes (uint8) of block exponents: ``exponent + 127``, and the NaN code 0xFF for non-finite blocks.
+
+    >>> e8m0_encode(torch.tensor([-127, 0, 127]), torch.tensor([False, False, True])).tolist()
+    [0, 127, 255]
+    """
+    e = _check_exponents(exponents)
+    byte = (e + E8M0_BIAS).to(torch.uint8)
+    if nonfinite_blocks is not None:
+        bad = _check_flags(nonfinite_blocks, e.shape)
+        byte = torch.where(bad, torch.full_like(byte, E8M0_NAN), byte)
+    return byte
+
+
+def e8m0_decode(scale_bytes: torch.Tensor) -> torch.Tensor:
+    """The fp32 scale of each E8M0 byte: ``2**(byte - 127)``, NaN for 0xFF (2**-127 is an fp32 subnormal, exact).
+
+    >>> e8m0_decode(torch.tensor([0, 127, 254, 255], dtype=torch.uint8)).tolist()[1:]
+    [1.0, 1.7014118346046923e+38, nan]
+    """
+    if not isinstance(scale_bytes, torch.Tensor) or scale_bytes.dtype != torch.uint8:
+        raise TypeError("scale_bytes must be a uint8 tensor of E8M0 bytes (from e8m0_encode)")
+    e = scale_bytes.to(torch.int32) - E8M0_BIAS
+    s = torch.ldexp(torch.ones(e.shape), e.float())
+    return torch.where(scale_bytes == E8M0_NAN, torch.full_like(s, float("nan")), s)
+
+
+def _check_exponents(exponents, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    """Block exponents as an int32 tensor in [-127, 127] (of ``shape`` when given)."""
+    want = f"exponents must be an integer tensor of E8M0 exponents in [{E8M0_MIN}, {E8M0_MAX}]"
+    if shape is not None:
+        want += f" of shape {tuple(shape)} (one per block)"
+    if (not isinstance(exponents, torch.Tensor) or exponents.is_floating_point() or exponents.is_complex()
+            or exponents.dtype == torch.bool):
+        got = exponents.dtype if isinstance(exponents, torch.Tensor) else type(exponents).__name__
+        raise TypeError(f"{want} (from mx_quantize or mx_exponents), or uint8 E8M0 bytes; got {got}")
+    if shape is not None and tuple(exponents.shape) != tuple(shape):
+        raise ValueError(f"{want}; got shape {tuple(exponents.shape)}")
+    e = exponents.to(torch.int32)
+    if e.numel() and (int(e.min()) < E8M0_MIN or int(e.max()) > E8M0_MAX):
+        raise ValueError(f"{want}; got values from {int(e.min())} to {int(e.max())}")
+    return e
+
+
+def _check_flags(flags, shape: tuple[int, ...]) -> torch.Tensor:
+    if not isinstance(flags, torch.Tensor) or flags.dtype != torch.bool:
+        raise TypeError("nonfinite_blocks must be a bool tensor (from mx_quantize) or None")
+    if tuple(flags.shape) != tuple(shape):
+        raise ValueError(f"nonfinite_blocks must have the exponents' shape {tuple(shape)}; got {tuple(flags.shape)}")
+    return flags
 
 
 def _prepare(x: torch.Tensor, fmt: str, block: int, rounding: str):
@@ -100,13 +178,26 @@ def mx_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, round
 
 def mx_dequantize(q: torch.Tensor, exponents: torch.Tensor, nonfinite_blocks: torch.Tensor | None = None,
                   block: int = MX_BLOCK) -> torch.Tensor:
-    """fp32 values: each element times its block's 2**exponent (NaN for non-finite blocks)."""
+    """fp32 values: each element times its block's scale ``2**exponent`` (NaN for non-finite blocks).
+
+    ``exponents``: one int per block, shape ``q.shape[:-1] + (q.shape[-1] // block,)`` (from :func:`mx_quantize`), or
+    the same shape of uint8 E8M0 bytes (from :func:`e8m0_encode`; 0xFF decodes the block to NaN)."""
+    if not isinstance(q, torch.Tensor) or q.dtype not in FP8_FORMATS.values():
+        got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
+        raise TypeError(f"q must be a float8_e4m3fn or float8_e5m2 tensor (from mx_quantize); got {got}")
     block = check_block(q, block)
-    b = q.float().reshape(*q.shape[:-1], q.shape[-1] // block, block)
-    out = torch.ldexp(b, exponents.unsqueeze(-1).float())
+    shape = (*q.shape[:-1], q.shape[-1] // block)
+    if isinstance(exponents, torch.Tensor) and exponents.dtype == torch.uint8:
+        if tuple(exponents.shape) != shape:
+            raise ValueError(f"E8M0 bytes must have shape {shape} (one per block of {block}); "
+                             f"got {tuple(exponents.shape)}")
+        scales = e8m0_decode(exponents)
+    else:
+        scales = torch.ldexp(torch.ones(shape), _check_exponents(exponents, shape).float())
     if nonfinite_blocks is not None:
-        out = torch.where(nonfinite_blocks.unsqueeze(-1), torch.full_like(out, float("nan")), out)
-    return out.reshape(q.shape)
+        scales = torch.where(_check_flags(nonfinite_blocks, shape), torch.full_like(scales, float("nan")), scales)
+    b = fp8_to_float(q).reshape(*shape, block)
+    return (b * scales.unsqueeze(-1)).reshape(q.shape)
 
 
 def mx_fake_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, rounding: str = "ocp") -> torch.Tensor:

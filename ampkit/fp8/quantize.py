@@ -1,18 +1,29 @@
 """Per-tensor fp8 scaling: one fp32 scale per tensor, quantize = cast ``x * scale`` to e4m3 / e5m2, dequantize = cast
-back and divide. Taught in ``06_fp8_scaling.ipynb``.
+back and multiply by ``scale_inv = fp32(1 / scale)``. Taught in ``06_fp8_scaling.ipynb``.
 
-The scale follows Transformer Engine (``transformer_engine/common/recipe/delayed_scaling.cu``): the largest
-magnitude ``amax`` is mapped to ``fp8_max * 2**-margin``, i.e. ``scale = fp8_max / amax / 2**margin`` (fp32).
-An ``amax`` of 0, inf or NaN gives no information: the previous scale is kept (``previous``, 1.0 by default); a
-scale that would overflow fp32 (a tiny amax) becomes fp32's largest finite value. A NaN scale never comes out.
+Every rule follows Transformer Engine (TE; read in its main branch, version 2.20.0.dev0, and unchanged since 1.7
+unless said otherwise; see ``docs/reference.md``):
 
-Casting is torch's own (``torch.float8_e4m3fn``, ``torch.float8_e5m2``; round to nearest even). With
-``saturate=True`` (the default, as Transformer Engine casts) values beyond ``±fp8_max`` become ``±fp8_max`` in both
-formats; with ``saturate=False`` torch's raw cast decides (torch 2.13 on CPU saturates e4m3fn but turns e5m2
-overflow into ``inf``).
+- **amax** (:func:`amax_of`): the largest ``|x|``, as TE's cast and amax kernels compute it with ``fmaxf``: an
+  element ±inf makes the amax inf; NaN elements are skipped (``fmaxf`` returns the other operand); an empty or
+  all-NaN tensor has amax 0.
+- **scale** (:func:`compute_scale`): the amax is mapped to ``fp8_max * 2**-margin``, so
+  ``scale = fp8_max * 2**-margin / amax`` in fp32 (``delayed_scaling.cu``). An amax of 0, inf or NaN gives no
+  information: the previous scale is kept (``previous``; 1.0 for current scaling, as ``compute_scale_from_amax``
+  returns). A scale that overflows fp32 (a tiny amax) becomes fp32's largest finite value. A NaN scale never comes out.
+- **quantize**: the fp32 product ``x * scale`` cast with torch's round-to-nearest-even. With ``saturate=True`` (the
+  default, as TE casts) values beyond ``±fp8_max`` become ``±fp8_max`` in both formats; with ``saturate=False``
+  torch's raw cast decides (torch 2.13 on CPU saturates e4m3fn but turns e5m2 overflow into ``inf``).
+- **dequantize**: ``q * scale_inv`` with ``scale_inv = fp32(1 / scale)``, the value TE stores beside the fp8 data
+  (``reciprocal`` in ``quantize_fp8.cuh``; ``dequantize_func`` in ``dequantize_fp8.cuh``). For a scale that is not
+  a power of two this differs from ``q / scale`` by one fp32 ulp on some elements (up to about half of them).
+
+Scales, amaxes and products are fp32, as TE keeps them.
 
 >>> compute_scale(224.0, "e4m3"), compute_scale(224.0, "e4m3", margin=1), compute_scale(0.0, "e4m3")
 (2.0, 1.0, 1.0)
+>>> amax_of(torch.tensor([1.0, float("nan"), -3.0])), amax_of(torch.tensor([1.0, float("-inf")]))
+(3.0, inf)
 >>> x = torch.tensor([0.0009, 1.0, 300.0])
 >>> dequantize(quantize(x, 1.0, "e4m3"), 1.0).tolist()
 [0.0, 1.0, 288.0]
@@ -25,12 +36,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ampkit._util import check_int, check_number
+from ampkit._util import check_int
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
            "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float", "QuantReport",
-           "quant_report",
-           "current_scale"]
+           "quant_report", "current_scale", "scale_inv", "to_fp32"]
 
 #: The two fp8 formats, by the kit's short name.
 FP8_FORMATS: dict[str, torch.dtype] = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -102,51 +112,84 @@ def check_margin(margin) -> int:
     return check_int("margin", margin, minimum=0)
 
 
+def to_fp32(value: float) -> float:
+    """``value`` rounded to the nearest fp32 number (TE keeps amaxes and scales in fp32).
+
+    >>> to_fp32(0.1), to_fp32(1e39), to_fp32(1e-50)
+    (0.10000000149011612, inf, 0.0)
+    """
+    return float(torch.tensor(float(value), dtype=torch.float32))
+
+
 def compute_scale(amax: float | torch.Tensor, fmt: str | torch.dtype = "e4m3", margin: int = 0,
                   previous: float = 1.0) -> float:
     """``fp8_max * 2**-margin / amax`` in fp32; ``previous`` when ``amax`` is 0, negative, inf or NaN; fp32's max
-    when the quotient overflows. Never NaN, never 0."""
+    when the quotient overflows. Never NaN, never 0.
+
+    ``amax`` is first rounded to fp32, as TE stores it: an amax above fp32's range is inf (previous scale kept), one
+    below half its smallest subnormal is 0 (previous scale kept)."""
     margin = check_margin(margin)
     previous = _check_scale(previous, "previous (the scale to keep)")
     if isinstance(amax, torch.Tensor):
+        if amax.numel() != 1:
+            raise ValueError(f"amax must be one number (a tensor with one element); got shape {tuple(amax.shape)}")
         amax = float(amax)
     elif isinstance(amax, bool) or not isinstance(amax, numbers.Real):
         raise TypeError(f"amax must be a number; got {type(amax).__name__} {amax!r}")
-    amax = float(amax)
+    amax = to_fp32(amax)
     if not (math.isfinite(amax) and amax > 0):
         return previous
     target = torch.tensor(fp8_max(fmt), dtype=torch.float32) * torch.tensor(2.0 ** -margin, dtype=torch.float32)
     scale = float(target / torch.tensor(amax, dtype=torch.float32))
-    if amax > 0 and scale == 0.0:  # amax above fp32 range was already excluded; keep it positive regardless
-        return previous
     return _FP32_MAX if math.isinf(scale) else scale
 
 
 def amax_of(x: torch.Tensor) -> float:
-    """Largest finite magnitude in ``x`` (0.0 for an empty or all-non-finite tensor) and whether ``x`` had inf/NaN.
+    """The largest magnitude in ``x`` as Transformer Engine computes it (``fmaxf(fabsf(v), amax)`` from 0): inf if
+    ``x`` holds ±inf, NaN elements skipped, 0.0 for an empty or all-NaN tensor.
 
-    Non-finite values are left out of the amax so one inf does not wreck the scale; they are counted separately."""
+    So a tensor with an inf gets amax inf: delayed scaling then keeps its previous scale, current scaling falls back
+    to scale 1.0 (:func:`compute_scale`). A NaN alone does not change the amax."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     if x.numel() == 0:
         return 0.0
     a = x.detach().abs().float()
-    m = float(a.max())          # the common case: one reduction
-    if m < float("inf"):        # finite (NaN fails this test too: max propagates NaN)
+    m = float(a.max())          # the common case: one reduction (max propagates NaN; inf is kept)
+    if not math.isnan(m):
         return m
-    a = torch.where(torch.isfinite(a), a, torch.zeros_like(a))
-    return float(a.max())
+    return float(torch.where(torch.isnan(a), torch.zeros_like(a), a).max())
 
 
 def _check_scale(scale, name: str = "scale") -> float:
+    """``scale`` as a positive finite fp32 number (a Python float holding it); TypeError / ValueError otherwise."""
+    want = f"{name} must be a positive finite fp32 number (at most {_FP32_MAX:.4g}, e.g. 1.0)"
     if isinstance(scale, torch.Tensor):
+        if scale.numel() != 1:
+            raise ValueError(f"{want}; got a tensor of shape {tuple(scale.shape)}")
         scale = float(scale)
-    scale = check_number(name, scale)
-    if not scale > 0:
-        raise ValueError(f"{name} must be > 0 and finite; got {scale!r}")
-    return scale
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"{want}; got {type(scale).__name__} {scale!r}")
+    s32 = to_fp32(scale)
+    if not (math.isfinite(s32) and s32 > 0):
+        shown = "" if s32 == float(scale) or math.isnan(s32) else f" (in fp32: {s32!r})"
+        raise ValueError(f"{want}; got {scale!r}{shown}")
+    return s32
+
+
+def scale_inv(scale: float) -> float:
+    """``fp32(1 / scale)``: the inverse scale Transformer Engine stores beside fp8 data and dequantizes with.
+
+    >>> scale_inv(4.0), scale_inv(3.0)
+    (0.25, 0.3333333432674408)
+    """
+    s = _check_scale(scale)
+    return float(torch.tensor(1.0, dtype=torch.float32) / torch.tensor(s, dtype=torch.float32))
 
 
 def quantize(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3", saturate: bool = True) -> torch.Tensor:
-    """``(x * scale)`` cast to the fp8 dtype (fp32 product, torch's round-to-nearest-even cast)."""
+    """``(x * scale)`` cast to the fp8 dtype (fp32 product, torch's round-to-nearest-even cast; ``scale`` is
+    rounded to fp32 first)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     dt, scale = fp8_dtype(fmt), _check_scale(scale)
@@ -172,10 +215,13 @@ def fp8_to_float(q: torch.Tensor) -> torch.Tensor:
 
 
 def dequantize(q: torch.Tensor, scale: float) -> torch.Tensor:
-    """``q`` (an fp8 tensor) back to fp32, divided by ``scale``."""
+    """``q`` (an fp8 tensor) back to fp32, times ``scale_inv = fp32(1 / scale)`` (see :func:`scale_inv`), as
+    Transformer Engine dequantizes. For a power-of-two scale this is exactly ``q / scale``; otherwise some elements
+    differ from ``q / scale`` by one fp32 ulp."""
     if not isinstance(q, torch.Tensor) or q.dtype not in FP8_FORMATS.values():
-        raise TypeError("q must be a float8_e4m3fn or float8_e5m2 tensor (from quantize)")
-    return fp8_to_float(q) / _check_scale(scale)
+        got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
+        raise TypeError(f"q must be a float8_e4m3fn or float8_e5m2 tensor (from quantize); got {got}")
+    return fp8_to_float(q) * scale_inv(scale)
 
 
 def fake_quantize(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3") -> torch.Tensor:
@@ -206,11 +252,13 @@ class QuantReport:
 
 def quant_report(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3", saturate: bool = True) -> QuantReport:
     """Quantize ``x`` at ``scale`` and count what happened (see :class:`QuantReport`)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     name = fp8_name(fmt)
     scale = _check_scale(scale)
     xf = x.detach().float().reshape(-1)
     n = max(xf.numel(), 1)
-    deq = fake_quantize(xf, scale, name) if saturate else quantize(xf, scale, name, saturate=False).float() / scale
+    deq = dequantize(quantize(xf, scale, name, saturate=saturate), scale)
     finite = torch.isfinite(xf)
     sat = finite & _saturates((xf * scale).abs(), name)
     flushed = finite & (xf != 0) & (deq == 0)
@@ -226,5 +274,7 @@ def quant_report(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3",
 def current_scale(x: torch.Tensor, fmt: str | torch.dtype = "e4m3", margin: int = 0) -> float:
     """Just-in-time ("current") scaling: the scale from this very tensor's amax (one extra pass over the data).
 
-    An all-zero or all-non-finite tensor gets scale 1.0 (Transformer Engine's ``compute_scale_from_amax``)."""
+    As Transformer Engine's ``Float8CurrentScaling`` (``compute_scale_from_amax``, ``amax_epsilon=0``, no power-of-two
+    rounding): a tensor whose amax is 0 or inf (all zeros, or any ±inf element) gets scale 1.0; NaN elements are
+    skipped by the amax. TE's current scaling has no margin; ``margin`` here defaults to 0 (the same rule)."""
     return compute_scale(amax_of(x), fmt, margin, previous=1.0)
