@@ -1,4 +1,5 @@
-"""ampkit.fp8.compare and ampkit.widgets.fp8_blocks: per-tensor vs per-block counts, headless sweep, bad input."""
+"""ampkit.fp8.compare and ampkit.widgets.fp8_blocks: per-tensor vs per-block counts (MX and fp32 tiles), headless
+sweep of every control, bad input."""
 import statistics
 import time
 
@@ -12,10 +13,11 @@ from ampkit.fp8.compare import (
     block_choices,
     block_stats,
     compare_blocks,
+    compare_tiles,
     log2_error,
     outlier_tensor,
 )
-from ampkit.widgets.fp8_blocks import BlockScalingExplorer, blocks_readout_html
+from ampkit.widgets.fp8_blocks import SCHEMES, BlockScalingExplorer, blocks_readout_html, scheme_choices
 
 
 def test_block_choices_divide_the_last_dimension():
@@ -87,13 +89,20 @@ def test_bad_input():
         BlockScalingExplorer(torch.ones(128))
     with pytest.raises(ValueError):
         BlockScalingExplorer(rounding="up")
+    with pytest.raises(ValueError, match=r"'mx', '1x128' for a tensor of shape \(16, 128\); got '128x128'"):
+        BlockScalingExplorer(outlier_tensor(), scheme="128x128")    # 16 rows: no 128x128 block fits
+    with pytest.raises(TypeError, match="power_of_two"):
+        BlockScalingExplorer(power_of_two=1)
 
 
 def test_widget_sweep_equals_the_pure_function():
-    x = outlier_tensor()
-    w = BlockScalingExplorer(x)
+    w = BlockScalingExplorer()
+    x = w.x
+    assert tuple(x.shape) == (128, 256) and [v for _, v in w.scheme.options] == ["mx", "1x128", "128x128"]
     pngs, times = set(), []
     for fmt in w.fmt.options:
+        w.scheme.value = "mx"
+        assert not w.block.disabled and not w.rounding.disabled and w.pow2.disabled
         for _, rounding in w.rounding.options:
             for _, b in w.block.options:
                 t0 = time.perf_counter()
@@ -106,10 +115,37 @@ def test_widget_sweep_equals_the_pure_function():
                        in w.readout.value
                 assert w.image.value[:4] == b"\x89PNG"
                 pngs.add(w.image.value)
-    assert len(pngs) > 12                 # the picture follows the controls
-    w.block.value = 8                     # cached: same bytes again
+        for scheme in ("1x128", "128x128"):
+            for p2 in (True, False):
+                t0 = time.perf_counter()
+                w.scheme.value, w.pow2.value = scheme, p2
+                times.append(time.perf_counter() - t0)
+                assert w.block.disabled and w.rounding.disabled and not w.pow2.disabled
+                tensor, block = compare_tiles(x, fmt, SCHEMES[scheme][1], p2)
+                assert w.readout.value == blocks_readout_html(tensor, block)
+                assert w.stats[1].n_flushed == block.n_flushed and w.stats[1].block == SCHEMES[scheme][1]
+                assert ("rounded down to a power of two" if p2 else "exact fp32 scale") in w.readout.value
+                pngs.add(w.image.value)
+    assert len(pngs) > 30                 # the picture follows the controls
+    w.scheme.value, w.block.value = "mx", 8   # cached: same bytes again
     png = w.image.value
     w.block.value = 16
     w.block.value = 8
     assert w.image.value == png
+    w.scheme.value = "1x128"              # controls that do not apply to the scheme do not change the picture
+    png = w.image.value
+    w.block.value, w.rounding.value = 64, "te"
+    assert w.image.value == png
     print(f"update latency: median {1e3 * statistics.median(times):.1f} ms over {len(times)} settings")
+
+
+def test_tiles_confine_the_outliers_damage():
+    """The readout's numbers on the default tensor: 1x128 tiles < 128x128 blocks < one scale, in flushed values."""
+    w = BlockScalingExplorer(scheme="1x128")
+    tensor, tiles = w.stats
+    assert "1×128 tiles</b> (256 scales)" in w.readout.value and "per-tensor</b> (1 scale)" in w.readout.value
+    w.scheme.value = "128x128"
+    _, blocks = w.stats
+    assert "128×128 blocks</b> (2 scales)" in w.readout.value
+    assert tiles.n_flushed < blocks.n_flushed < tensor.n_flushed and tensor.n_saturated == blocks.n_saturated == 0
+    assert scheme_choices((16, 128)) == ("mx", "1x128") and scheme_choices((128, 96)) == ("mx",)

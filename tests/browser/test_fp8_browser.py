@@ -58,12 +58,14 @@ TENSOR_FLUSHED = ".ampkit-fp8-row-tensor .ampkit-fp8-n-flushed"
 
 
 def test_block_size_buttons_move_the_flush_readout(lab):
-    """Click "8" then "per-tensor" in the per-tensor vs per-block explorer: the per-block row's flushed count follows,
-    equal to :func:`ampkit.fp8.compare.compare_blocks` computed here (e4m3, OCP floor rule, the default tensor)."""
-    from ampkit.fp8.compare import compare_blocks, outlier_tensor
+    """Click "8" then "per-tensor" in the per-tensor vs per-block explorer, then the "1×128 tiles" scheme: the
+    per-block row's flushed count follows, equal to :mod:`ampkit.fp8.compare` computed here (e4m3, OCP floor rule for
+    MX, power-of-two fp32 scales for the tiles, the default 128 × 256 tensor)."""
+    from ampkit.fp8.compare import compare_blocks, compare_tiles, outlier_tensor
 
-    x = outlier_tensor()
+    x = outlier_tensor(128, 256)
     expect = {b: compare_blocks(x, "e4m3", b, "ocp") for b in (32, 8, "per-tensor")}
+    tiles = compare_tiles(x, "e4m3", (1, 128), True)
     page = lab.open_and_run("06_fp8_scaling.ipynb")
     start = lab.text(page, BLOCKS)
     assert "e4m3, OCP floor scale rule" in start and "blocks of 32" in start
@@ -86,4 +88,14 @@ def test_block_size_buttons_move_the_flush_readout(lab):
     lab.wait_for_text(page, BLOCKS, "same scaling on both rows")
     assert int(lab.text(page, BLOCK_FLUSHED)) == expect["per-tensor"][0].n_flushed
     lab.screenshot(page, "06_fp8_scaling-blocks-per-tensor", near=BLOCKS)
+
+    src1 = img.get_attribute("src")
+    page.locator(".ampkit-fp8-scheme button").filter(has_text="1×128 tiles").first.click()
+    lab.wait_for_text(page, BLOCKS, "1×128 tiles")
+    assert "rounded down to a power of two" in lab.text(page, BLOCKS)
+    assert int(lab.text(page, BLOCK_FLUSHED)) == tiles[1].n_flushed
+    assert int(lab.text(page, TENSOR_FLUSHED)) == tiles[0].n_flushed
+    assert page.locator(".ampkit-fp8-block-size button").first.is_disabled()   # MX's block sizes do not apply
+    assert img.get_attribute("src") != src1
+    lab.screenshot(page, "06_fp8_scaling-blocks-tiles-1x128", near=".ampkit-fp8-blocks-plot")
     lab.assert_clean(page)
