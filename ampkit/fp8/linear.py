@@ -1,10 +1,17 @@
 """A simulated fp8 linear layer: the numerics of fp8 training on any CPU. Taught in ``06_fp8_scaling.ipynb``.
 
 Forward: the input and the weight are quantized to the recipe's forward format (e4m3 in HYBRID) with their own
-scaling state, then multiplied **in fp32** from the dequantized values (real fp8 tensor cores multiply the fp8
-values and accumulate in fp32; the products are the same, the summation order may differ). Backward: the output
-gradient is quantized to the backward format (e5m2 in HYBRID) with its own state; input and weight gradients are
-computed from it and the saved quantized input / weight; the bias gradient from the unquantized output gradient.
+scaling state, then multiplied **in fp32** from the dequantized values. Backward: the gradient of the layer's
+output ``dY`` is quantized to the backward format (e5m2 in HYBRID) with its own state; the input gradient
+(``dY · W``) and the weight gradient (``dYᵀ · X``) are computed from it and the saved quantized input / weight and
+come out in fp32 — as in Transformer Engine, where these GEMM outputs are not fp8; the bias gradient comes from the
+unquantized output gradient.
+
+The simulation accumulates every sum in fp32. Real fp8 tensor cores multiply the same fp8 values, but on Hopper the
+accumulator of an fp8 GEMM keeps fewer bits than fp32 (the DeepSeek-V3 report, arXiv:2412.19437 §3.3.2, puts it at
+about 14 bits); Transformer Engine's ``use_split_accumulator=True`` turns cuBLAS's fp8 fast accumulation off so
+partial sums are promoted to fp32 (``transformer_engine/common/gemm/cublaslt_gemm.cu``). So the simulation shows the
+numerics of fp8 *storage*; a GPU can add accumulation error on top.
 
 Where torch offers a real scaled fp8 matmul (``torch._scaled_mm``; torch 2.13 runs it on the CPU too),
 :func:`fp8_matmul` can use it and :func:`scaled_mm_agrees` checks it against the simulation.
@@ -81,7 +88,7 @@ def fp8_matmul(aq: torch.Tensor, a_scale: float, bq: torch.Tensor, b_scale: floa
 
 def scaled_mm_agrees(a: torch.Tensor, b: torch.Tensor, fmt: str = "e4m3", rtol: float = 1e-5) -> bool:
     """Quantize ``a`` (m x k) and ``b`` (n x k) with their current scales; both backends of :func:`fp8_matmul` agree
-    to ``rtol`` (summation order aside they compute the same products)."""
+    to ``rtol`` (they compute the same products; how the sums are accumulated may differ by backend and device)."""
     sa, sb = current_scale(a, fmt), current_scale(b, fmt)
     aq, bq = quantize(a, sa, fmt), quantize(b, sb, fmt)
     sim = fp8_matmul(aq, sa, bq, sb, "simulate")
@@ -98,7 +105,7 @@ class _Fp8LinearFn(torch.autograd.Function):
         wd = dequantize(quantize(weight, sw, fmt["weight"]), sw)
         ctx.save_for_backward(xd, wd)
         ctx.layer, ctx.has_bias = layer, bias is not None
-        y = xd @ wd.t()                      # fp32 products and sums (the simulation's "higher precision")
+        y = xd @ wd.t()                      # fp32 products and sums (a GPU's fp8 GEMM may accumulate in fewer bits)
         return y + bias if bias is not None else y
 
     @staticmethod
