@@ -259,7 +259,7 @@ def test_foreign_argument_names_the_frameworks_arguments():
     (lambda: preset("paddle", incr_every_n_steps=0), ValueError, "int >= 1"),
     (lambda: preset("deepspeed", consecutive_hysteresis="yes"), TypeError, "True or False"),
     (lambda: preset("jmp", loss_scale=-1.0), ValueError, "positive"),
-    (lambda: preset("mindspore-amp", scale_factor=1), ValueError, "> 1"),
+    (lambda: preset("mindspore-amp", scale_factor=0), ValueError, "int >= 1"),
 ])
 def test_bad_preset_values(make, err, match):
     with pytest.raises(err, match=match):

@@ -14,7 +14,8 @@ module              holds
 ``base``            the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
 ``scalers``         :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
 ``defaults``        :data:`SCALER_DEFAULTS` — dynamic-scaler defaults across frameworks, generated from the presets
-``framework_rules`` Apex, Paddle, MindSpore (functional), Keras 3, tf.keras 2, jmp, DeepSpeed rules, from source
+``framework_rules`` Apex and DeepSpeed rules (a float64 scale), from source; every framework rule by one import
+``tensor_rules``    Paddle, MindSpore (functional), Keras 3, tf.keras 2, jmp rules (a float32 scale), from source
 ``presets``         :func:`preset` (one constructor per framework), :func:`describe`, :func:`replay_presets`
 ``gradients``       capture gradients, classify them at a scale (:func:`scale_report`, :func:`safe_window`)
 ``rules``           torch's and MindSpore's rules as pure arithmetic

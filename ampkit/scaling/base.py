@@ -238,12 +238,16 @@ class _ScalerBase:
         state.stage = _UNSCALED
 
     def _check_inf_per_device(self, optimizer: torch.optim.Optimizer) -> dict:
-        """As torch's private helper: check (without dividing) the gradients, for optimizers that unscale them."""
+        """As torch's private helper: check (without dividing) the gradients, for optimizers that unscale them.
+        A scaler that never skips records what it found but answers zeros, so the optimizer steps anyway."""
         self._require_scaled("_check_inf_per_device")
         state = self._per_opt[id(optimizer)]
         state.found_inf = self._unscale_groups(self._grads_by_device_dtype(optimizer, allow_fp16=True), None)
         state.found_inf_value = None
-        return state.found_inf
+        return self._found_inf_for_optimizer(state)
+
+    def _found_inf_for_optimizer(self, state: _OptState) -> dict:   # zeros when this scaler never skips
+        return state.found_inf if self._skip_nonfinite else {d: torch.zeros_like(t) for d, t in state.found_inf.items()}
 
     def _get_scale_async(self) -> torch.Tensor | None:
         """As torch's private helper: the scale tensor (None before the first ``scale()``)."""
@@ -286,25 +290,27 @@ class _ScalerBase:
         return None if skip else optimizer.step(*args, **kwargs)
 
     def _step_amp_aware(self, optimizer: Any, state: _OptState, args: tuple, kwargs: dict) -> Any:
-        """torch's contract with an optimizer that unscales and skips by itself (``_step_supports_amp_scaling``)."""
-        hands_itself = "grad_scaler" in inspect.signature(optimizer.step).parameters
+        """torch's contract with an optimizer that unscales and skips by itself (``_step_supports_amp_scaling``).
+        :class:`NoLossScaler` (nothing to divide, never skips) checks the gradients and calls a plain ``step()``."""
+        hands_itself = self._multiply and "grad_scaler" in inspect.signature(optimizer.step).parameters
+        sets_attributes = self._multiply and not hands_itself
         if hands_itself:
             warnings.warn(_PASS_ITSELF, FutureWarning, stacklevel=3)
             kwargs = {**kwargs, "grad_scaler": self}
-        else:
-            if state.stage == _READY:
-                self._check_inf_per_device(optimizer)
+        elif state.stage == _READY:
+            self._check_inf_per_device(optimizer)
+        if sets_attributes:
             scale_t = self._scale_t
             optimizer.grad_scale = (getattr(optimizer, "grad_scale", None) if state.stage == _UNSCALED
                                     else scale_t * getattr(optimizer, "grad_scale", 1))
-            optimizer.found_inf = sum([t.to(scale_t.device) for t in state.found_inf.values()])
+            optimizer.found_inf = sum([t.to(scale_t.device) for t in self._found_inf_for_optimizer(state).values()])
         retval = optimizer.step(*args, **kwargs)
         state.stage = _STEPPED
-        if not hands_itself:
+        if sets_attributes:
             del optimizer.grad_scale
             del optimizer.found_inf
         state.found_inf_value = bool(sum(v.item() for v in state.found_inf.values())) if state.found_inf else False
-        state.skipped = self.last_step_skipped = state.found_inf_value     # the optimizer skipped by itself
+        state.skipped = self.last_step_skipped = state.found_inf_value and self._skip_nonfinite
         return retval
 
     def _found_inf_this_step(self) -> tuple[bool, bool]:
@@ -392,7 +398,3 @@ class _ScalerBase:
     def skipped_steps(self) -> list[int]:
         """Indices of the steps whose optimizer step was skipped."""
         return [r.step for r in self.history if r.skipped]
-
-    def _check_stage_for_state(self) -> None:
-        if any(s.stage != _READY for s in self._per_opt.values()):
-            warnings.warn("state_dict() in the middle of a step: take it after update().", UserWarning, stacklevel=3)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ampkit._util import check_int
 from ampkit.scaling.framework_rules import (
     ApexDynamicRule,
     DeepSpeedDynamicRule,
@@ -76,18 +77,22 @@ class Preset:
 
 
 _SRC = {
-    "torch": "torch/amp/grad_scaler.py (torch 2.13, installed); tested against torch itself",
-    "apex": "NVIDIA/apex apex/amp/scaler.py, LossScaler.__init__/update_scale (master; Apex amp is deprecated)",
-    "paddle": "PaddlePaddle/Paddle python/paddle/amp/grad_scaler.py, GradScaler.__init__ + AmpScaler._update "
-              "(develop, 2.6/3.x defaults)",
-    "mindspore": "mindspore/python/mindspore/train/loss_scale_manager.py + nn/wrap/loss_scale.py (2.x)",
+    "torch": "torch/amp/grad_scaler.py + aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp (torch 2.13, "
+             "installed); tested against torch itself",
+    "apex": "NVIDIA/apex apex/amp/scaler.py, LossScaler.__init__/update_scale (last in commit cb65b8ed^: Apex "
+            "removed amp in 2025)",
+    "paddle": "PaddlePaddle/Paddle python/paddle/amp/grad_scaler.py, GradScaler.__init__ + AmpScaler._update; "
+              "paddle/phi/kernels/cpu/scale_kernel.cc (develop, 2.6/3.x defaults)",
+    "mindspore": "mindspore/python/mindspore/train/loss_scale_manager.py + nn/wrap/loss_scale.py "
+                 "DynamicLossScaleUpdateCell (2.x)",
     "mindspore-amp": "mindspore/python/mindspore/amp.py DynamicLossScaler.adjust; values from the MindSpore "
                      "'Automatic Mix Precision' tutorial",
     "keras": "keras-team/keras keras/src/optimizers/loss_scale_optimizer.py (Keras 3)",
-    "tf-keras2": "tensorflow/python/keras/mixed_precision/loss_scale_optimizer.py (TF 2.x tf.keras)",
-    "jmp": "google-deepmind/jmp jmp/_src/loss_scale.py DynamicLossScale.adjust",
-    "deepspeed": "deepspeedai/DeepSpeed deepspeed/runtime/fp16/loss_scaler.py update_scale + runtime/constants.py "
-                 "(master, 2025)",
+    "tf-keras2": "keras-team/tf-keras tf_keras/mixed_precision/loss_scale_optimizer.py (= TF 2.x "
+                 "tensorflow/python/keras/mixed_precision/loss_scale_optimizer.py), _DynamicLossScaleState.update",
+    "jmp": "google-deepmind/jmp jmp/_src/loss_scale.py DynamicLossScale.adjust (as jax.jit compiles it)",
+    "deepspeed": "deepspeedai/DeepSpeed deepspeed/runtime/fp16/loss_scaler.py update_scale + "
+                 "runtime/precision_config.py DeepSpeedFP16Config (master, 2026)",
 }
 
 #: Every preset, by name (one per framework rule; variants reuse a rule with other arguments).
@@ -204,13 +209,33 @@ def _feed(rule: ScaleRule, overflow: bool, n: int) -> tuple[list[float], bool]:
     return scales, False
 
 
-def describe(make: Callable[[], ScaleRule], limit: int = 5000) -> RuleSummary:
-    """Measure a rule (``make`` builds a fresh one): feed clean steps until the scale grows, overflows until it
-    shrinks, 80 overflows in a row for a floor, and clean steps through 12 growths for a ceiling.
+def _rule_factory(make: str | Callable[[], ScaleRule]) -> Callable[[], ScaleRule]:
+    """``make`` as a function that builds a fresh rule: a preset name, or such a function (checked once)."""
+    if isinstance(make, str):
+        return _get(make).make
+    if isinstance(make, ScaleRule) or not callable(make):
+        raise TypeError(f"describe() takes a preset name (one of: {', '.join(PRESETS)}) or a function that builds "
+                        "a fresh rule, e.g. describe(lambda: preset('torch', init_scale=2.0**10)) — it builds several "
+                        f"and runs each; got {type(make).__name__}")
+    rule = make()
+    if not isinstance(rule, ScaleRule):
+        raise TypeError("describe(make): make() must return a rule (an object with .scale, .update(overflow) and "
+                        f".drops_overflow, e.g. preset('torch')); it returned {type(rule).__name__}")
+    return make
 
-    >>> d = describe(lambda: preset("deepspeed")); d.growth_after, d.backoff_after, d.hysteresis_refill, d.floor
+
+def describe(make: str | Callable[[], ScaleRule], limit: int = 5000) -> RuleSummary:
+    """Measure a rule — ``make`` is a preset name or a function that builds a fresh rule: feed clean steps until the
+    scale grows (at most ``limit``), overflows until it shrinks, 80 overflows in a row for a floor, and clean steps
+    through 12 growths for a ceiling.
+
+    >>> d = describe("deepspeed"); d.growth_after, d.backoff_after, d.hysteresis_refill, d.floor
     (1001, 2, 'on growth', 1.0)
+    >>> describe(lambda: preset("jmp", loss_scale=2.0**10, factor=3)).backoff_factor    # float32(1/3), see jmp
+    0.3333333432674408
     """
+    make = _rule_factory(make)
+    limit = check_int("limit", limit)
     init = make().scale
     grow_n, grow_f = _steps_until_change(make(), False, limit)
     back_n, back_f = _steps_until_change(make(), True, 64)

@@ -11,7 +11,8 @@ No framework but torch is needed.
   DynamicLossScaler setting — hysteresis, min/max).
 - :class:`MindSporeDynamicRule` — ``mindspore.amp.DynamicLossScaleManager(init_loss_scale=2**24, scale_factor=2,
   scale_window=2000)`` as its update cell ``DynamicLossScaleUpdateCell`` applies it (source:
-  ``mindspore/python/mindspore/nn/wrap/loss_scale.py``): the same rule with a **floor of 1**; overflow steps skipped.
+  ``mindspore/python/mindspore/nn/wrap/loss_scale.py``): the same rule with a **floor of 1**, and a backoff that
+  multiplies by the float32 reciprocal of the factor (torch multiplies by ``backoff_factor``); overflow steps skipped.
 - :class:`MindSporeFixedRule` — ``FixedLossScaleManager(loss_scale=128.0, drop_overflow_update=True)``: the scale
   never changes; with ``drop_overflow_update=False`` overflowing updates are **applied** (inf/NaN reach the weights).
 
@@ -23,7 +24,10 @@ The other frameworks' rules (Apex, Paddle, MindSpore's functional scaler, Keras,
 """
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from ampkit._util import check_int, check_number
 from ampkit.scaling.base import _f32
@@ -31,14 +35,26 @@ from ampkit.scaling.scalers import DynamicLossScaler
 
 __all__ = ["DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule"]
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = False, why: str = "") -> float:
+    """``value`` as the float32 a framework stores it as: a finite number (ints accepted, bools refused) whose
+    float32 rounding is finite and ``> above`` (``>= above`` when ``at_least``). ``why`` ends the message."""
+    v = check_number(name, value, "2.0**16")
+    s = _f32(v)
+    ok = math.isfinite(s) and (s >= above if at_least else s > above)
+    if not ok:
+        kind = f"number {'>=' if at_least else '>'} {above:g}" if above else "positive number"
+        shown = "" if s == v else f" (as a float32: {s!r})"
+        raise ValueError(f"{name} must be a {kind} that a float32 holds (at most {_F32_MAX:.8g}){why}; "
+                         f"got {value!r}{shown}")
+    return s
+
 
 def _at_least_one(name: str, value: Any, strict: bool = False) -> float:
-    """``value`` as a float >= 1 (``> 1`` when ``strict``): MindSpore's bound on its scales and factor."""
-    value = check_number(name, value)
-    if value < 1.0 or (strict and value == 1.0):
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} 1 (MindSpore's bound); "
-                         f"got {value!r}")
-    return value
+    """``value`` as a float32 >= 1 (``> 1`` when ``strict``): MindSpore's bound on its scales and factor."""
+    return _f32_setting(name, value, 1.0, at_least=not strict, why=" (MindSpore's bound; it keeps it as a float32)")
 
 
 class DynamicScalerRule:
@@ -68,6 +84,17 @@ class DynamicScalerRule:
 class TorchGradScalerRule(DynamicScalerRule):
     """``torch.amp.GradScaler``'s rule (defaults: 2**16, x2 after 2000 clean steps, x0.5, skip on overflow).
 
+    The arithmetic of ``torch._amp_update_scale_`` (``aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp``; the
+    CUDA kernel is the same): the scale ``S`` is a float32, the factors are C++ ``double`` — the product is taken in
+    float64 and rounded to float32 once::
+
+        S = float32(init_scale)
+        overflow:  S = float32(S * backoff_factor);  tracker = 0             # no floor
+        clean:     tracker += 1
+                   if tracker == growth_interval:
+                       G = float32(S * growth_factor);  tracker = 0
+                       if isfinite(G): S = G                                 # never grows to inf
+
     >>> TorchGradScalerRule().scale
     65536.0
     """
@@ -76,9 +103,9 @@ class TorchGradScalerRule(DynamicScalerRule):
 
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000):
+        init_scale = _f32_setting("init_scale", init_scale, why=" (torch keeps the scale in a float32 tensor)")
         super().__init__(init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
                          growth_interval=growth_interval)
-        self._s._set_scale(_f32(self._s._scale))     # torch keeps the scale as a float32
 
 
 class _StoredScale:
@@ -95,9 +122,21 @@ class _StoredScale:
 class MindSporeDynamicRule(_StoredScale):
     """MindSpore's ``DynamicLossScaleManager`` (its ``DynamicLossScaleUpdateCell``): torch's rule with a floor of 1.
 
-    On overflow: ``scale = max(scale / scale_factor, 1)``; after ``scale_window`` steps since the last overflow
-    (or the last growth): ``scale *= scale_factor``. Overflowing steps are always skipped
-    (``get_drop_overflow_update()`` is True). Defaults are MindSpore's.
+    ``DynamicLossScaleUpdateCell.construct`` (``mindspore/python/mindspore/nn/wrap/loss_scale.py``), in float32
+    (the scale is a float32 ``Parameter``, the factor ``Tensor(scale_factor, float32)``, ``P.Reciprocal`` and ``*``
+    are float32 ops; the backoff MULTIPLIES by the reciprocal, it does not divide)::
+
+        S = float32(init_loss_scale);  F = float32(scale_factor);  R = float32(1 / F)
+        cur_iter = 1;  last_overflow_iter = 0
+        each step:
+            if overflow: S = max(float32(S * R), 1.0)
+            should_inc = scale_window <= cur_iter - last_overflow_iter
+            if overflow or should_inc: last_overflow_iter = cur_iter
+            if should_inc and not overflow: S = float32(S * F)                 # no finiteness check
+            cur_iter += 1
+
+    Overflowing steps are always skipped (``get_drop_overflow_update()`` is True). Defaults are MindSpore's.
+    ``scale_factor`` must be > 1 here (MindSpore accepts any factor > 0; below 1 the rule runs backwards).
 
     >>> r = MindSporeDynamicRule(); r.scale == 2**24
     True
@@ -107,16 +146,17 @@ class MindSporeDynamicRule(_StoredScale):
     drops_overflow = True
 
     def __init__(self, init_loss_scale: float = 2.0**24, scale_factor: float = 2, scale_window: int = 2000):
-        self._scale = _f32(_at_least_one("init_loss_scale", init_loss_scale))
-        self.scale_factor = _at_least_one("scale_factor", scale_factor, strict=True)
+        self._scale = _at_least_one("init_loss_scale", init_loss_scale)
+        self.scale_factor = _at_least_one("scale_factor", scale_factor, strict=True)     # Tensor(.., float32)
+        self._reciprocal = _f32(1.0 / self.scale_factor)                               # P.Reciprocal, float32
         self.scale_window = check_int("scale_window", scale_window)
         self._cur_iter = 1
         self._last_overflow_iter = 0
 
     def update(self, overflow: bool) -> None:
-        """``DynamicLossScaleUpdateCell`` after one step."""
+        """``DynamicLossScaleUpdateCell.construct`` after one step."""
         overflow = bool(overflow)
-        scale = max(_f32(self._scale / self.scale_factor), 1.0) if overflow else self._scale
+        scale = max(_f32(self._scale * self._reciprocal), 1.0) if overflow else self._scale
         should_inc = self.scale_window <= self._cur_iter - self._last_overflow_iter
         if overflow or should_inc:
             self._last_overflow_iter = self._cur_iter
@@ -137,7 +177,7 @@ class MindSporeFixedRule(_StoredScale):
     """
 
     def __init__(self, loss_scale: float = 128.0, drop_overflow_update: bool = True):
-        self._scale = _f32(_at_least_one("loss_scale", loss_scale))
+        self._scale = _at_least_one("loss_scale", loss_scale)
         if not isinstance(drop_overflow_update, bool):
             raise TypeError(f"drop_overflow_update must be True or False; got {drop_overflow_update!r}")
         self.drops_overflow = drop_overflow_update

@@ -288,8 +288,7 @@ class DynamicLossScaler(_ScalerBase):
         ``{}`` when disabled, as torch."""
         if not self._active:
             return {}
-        self._check_stage_for_state()
-        return {
+        return {                                 # at any stage, silently, as torch's
             "scale": self.get_scale(),
             "growth_factor": self._growth_factor,
             "backoff_factor": self._backoff_factor,
