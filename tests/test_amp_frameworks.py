@@ -4,8 +4,14 @@ import torch
 
 from ampkit.precision import probe_autocast_ops
 from ampkit.precision.frameworks import (
+    MINDSPORE_O1_WHITE,
+    MINDSPORE_O2_BLACK,
+    PADDLE_2_5_BF16_WHITE,
     PADDLE_BF16_BLACK,
+    PADDLE_BF16_WHITE,
     PADDLE_FP16_BLACK,
+    PADDLE_FP16_WHITE,
+    PADDLE_STATIC_GRAY,
     PROBE_TO_PADDLE,
     TORCH_TO_PADDLE,
     fp32_matmul,
@@ -17,13 +23,25 @@ from ampkit.precision.frameworks import (
 
 def test_paddle_lists():
     assert paddle_list("matmul_v2", "fp16") == paddle_list("conv2d", torch.bfloat16) == "white"
-    assert paddle_list("softmax", "float16") == "black" and paddle_list("softmax", "bfloat16") == "gray"
+    # since Paddle 2.6 (PR #55713) bfloat16 shares float16's black list; up to 2.5 it was empty
+    assert paddle_list("softmax", "float16") == paddle_list("softmax", "bfloat16") == "black"
+    assert PADDLE_BF16_BLACK == PADDLE_FP16_BLACK and "layer_norm" in PADDLE_FP16_BLACK
+    assert PADDLE_BF16_WHITE < PADDLE_FP16_WHITE and PADDLE_2_5_BF16_WHITE < PADDLE_BF16_WHITE
+    assert "fused_attention" in PADDLE_FP16_WHITE - PADDLE_BF16_WHITE        # ONLY_FP16_WHITE_LIST
     assert paddle_list("elementwise_add", "fp16") == "gray"
-    assert PADDLE_BF16_BLACK == frozenset() and "layer_norm" in PADDLE_FP16_BLACK
+    assert not PADDLE_FP16_WHITE & PADDLE_FP16_BLACK
     with pytest.raises(ValueError, match="float16/fp16/bfloat16/bf16"):
         paddle_list("softmax", "fp8")
     with pytest.raises(TypeError, match="op name"):
         paddle_list("", "fp16")
+
+
+def test_relu_and_batch_norm_are_on_no_paddle_list_but_on_mindspores():
+    for op in ("relu", "batch_norm"):
+        assert paddle_list(op, "fp16") == paddle_list(op, "bf16") == "gray"   # neither list: follow the inputs
+        assert op in PADDLE_STATIC_GRAY                                       # static graph: named gray
+    assert "ops.ReLU" in MINDSPORE_O1_WHITE and "nn.BatchNorm2d" in MINDSPORE_O2_BLACK
+    assert not MINDSPORE_O1_WHITE & MINDSPORE_O2_BLACK
 
 
 def test_probe_maps_onto_paddle_lists():

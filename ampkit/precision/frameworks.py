@@ -8,15 +8,21 @@ Paddle (``paddle.amp.auto_cast``) sorts ops into three lists:
 - **gray**: on neither list, the op runs in the dtype of its inputs (fp32 if any float input is fp32) — what
   :func:`ampkit.precision.probe_autocast_ops` calls *unlisted* (and *promote*).
 
-The default lists below are Paddle's dynamic-graph lists (``python/paddle/amp/amp_lists.py``, cited in
-docs/reference.md): ``FP16_*`` for ``dtype='float16'``, ``BF16_*`` for ``dtype='bfloat16'``. Paddle's extra
-performance black list (interpolation, lookup_table, scatter) is left out: it is about speed, not numerics.
+The default lists below are Paddle's dynamic-graph lists as released in PaddlePaddle 3.3.1
+(``python/paddle/amp/amp_lists.py``, cited in docs/reference.md): ``FP16_*`` for ``dtype='float16'``, ``BF16_*``
+for ``dtype='bfloat16'``. Since Paddle 2.6 (PR #55713, "Set bf16 black_list and white_list") bfloat16 uses the same
+black list as float16 and the shared ``WHITE_LIST``; up to Paddle 2.5 the bfloat16 black list was empty and its
+white list was ``conv2d, einsum, matmul_v2`` (:data:`PADDLE_2_5_BF16_WHITE`). Paddle's extra performance black list
+(interpolation, lookup_table, scatter) is left out: it is about speed, not numerics. ``relu`` and ``batch_norm`` are
+on neither dynamic-graph list (for either dtype): they follow their inputs; Paddle's static-graph ``gray_list``
+names both (:data:`PADDLE_STATIC_GRAY`). MindSpore's lists are different: its O1 white list has ``ReLU`` and its
+O2 black list ``BatchNorm`` (:data:`MINDSPORE_O1_WHITE`, :data:`MINDSPORE_O2_BLACK`).
 
 PyTorch has no list arguments; its equivalents are an ``autocast(enabled=False)`` region with explicit casts
 (:func:`run_as`) or a custom op whose ``forward`` is decorated with ``torch.amp.custom_fwd(cast_inputs=...)``
 (:func:`fp32_matmul`).
 
->>> paddle_list("softmax_with_cross_entropy", "float16"), paddle_list("softmax", "bfloat16")
+>>> paddle_list("softmax_with_cross_entropy", "float16"), paddle_list("relu", "bfloat16")
 ('black', 'gray')
 """
 from __future__ import annotations
@@ -27,24 +33,45 @@ import torch
 
 from ampkit.formats import format_name
 
-__all__ = ["PADDLE_FP16_WHITE", "PADDLE_FP16_BLACK", "PADDLE_BF16_WHITE", "PADDLE_BF16_BLACK", "TORCH_TO_PADDLE",
-           "PROBE_TO_PADDLE", "paddle_list", "paddle_rows", "run_as", "fp32_matmul"]
+__all__ = ["PADDLE_FP16_WHITE", "PADDLE_FP16_BLACK", "PADDLE_BF16_WHITE", "PADDLE_BF16_BLACK", "PADDLE_2_5_BF16_WHITE",
+           "PADDLE_STATIC_GRAY", "MINDSPORE_O1_WHITE", "MINDSPORE_O2_BLACK", "TORCH_TO_PADDLE", "PROBE_TO_PADDLE",
+           "paddle_list", "paddle_rows", "run_as", "fp32_matmul"]
 
-#: Paddle's dynamic-graph default white list for float16 (python/paddle/amp/amp_lists.py, FP16_WHITE_LIST).
-PADDLE_FP16_WHITE = frozenset({"conv2d", "einsum", "matmul", "matmul_v2", "max_pool2d_with_index", "mul",
-                               "fake_quantize_dequantize_abs_max", "fake_quantize_dequantize_moving_average_abs_max",
-                               "fused_gemm_epilogue", "fused_attention", "fused_feedforward"})
-#: Paddle's dynamic-graph default black list for float16 (FP16_BLACK_LIST).
+#: Paddle's dynamic-graph ``WHITE_LIST`` (PaddlePaddle 3.3.1, python/paddle/amp/amp_lists.py): float16 and bfloat16.
+_PADDLE_WHITE = frozenset({"conv2d", "einsum", "matmul", "matmul_v2", "linear_v2", "max_pool2d_with_index", "mul",
+                           "fused_gemm_epilogue", "fused_rotary_position_embedding", "flash_attn"})
+#: Paddle's dynamic-graph default white list for float16 (``FP16_WHITE_LIST = WHITE_LIST | ONLY_FP16_WHITE_LIST``).
+PADDLE_FP16_WHITE = _PADDLE_WHITE | frozenset({"fake_quantize_dequantize_abs_max",
+                                               "fake_quantize_dequantize_moving_average_abs_max", "fused_attention",
+                                               "fused_feedforward"})
+#: Paddle's dynamic-graph default black list for float16 (``FP16_BLACK_LIST``, PaddlePaddle 3.3.1).
 PADDLE_FP16_BLACK = frozenset({
-    "tan", "acos", "asin", "sinh", "cosh", "atanh", "tanh_shrink", "cos_sim", "erfinv", "exp", "expm1", "log",
-    "log10", "log2", "reciprocal", "rsqrt", "pow", "square", "reduce_sum", "mean", "reduce_mean", "reduce_prod",
-    "cumprod", "cumsum", "dist", "pnorm", "frobenius_norm", "renorm", "group_norm", "layer_norm", "softmax",
-    "softmin", "softplus", "log_softmax", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
-    "c_softmax_with_cross_entropy", "cross_entropy", "cross_entropy2", "nll_loss", "huber_loss",
-    "triplet_margin_loss", "log_loss", "hsigmoid_loss", "margin_cross_entropy"})
-#: Paddle's dynamic-graph default lists for bfloat16 (BF16_WHITE_LIST; BF16_BLACK_LIST is empty).
-PADDLE_BF16_WHITE = frozenset({"conv2d", "einsum", "matmul_v2"})
-PADDLE_BF16_BLACK: frozenset[str] = frozenset()
+    "tan", "acos", "asin", "sinh", "cosh", "atanh", "tanh_shrink", "erfinv", "exp", "expm1", "log", "log10",
+    "log2", "reciprocal", "rsqrt", "pow", "square", "reduce_sum", "mean", "reduce_mean", "reduce_prod", "cumprod",
+    "cumsum", "dist", "pnorm", "frobenius_norm", "renorm", "group_norm", "layer_norm", "softmax", "softmin",
+    "softplus", "log_softmax", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
+    "c_softmax_with_cross_entropy", "c_softmax_with_multi_label_cross_entropy", "cross_entropy", "cross_entropy2",
+    "nll_loss", "huber_loss", "triplet_margin_loss", "log_loss", "hsigmoid_loss", "margin_cross_entropy"})
+#: Paddle's dynamic-graph default lists for bfloat16 (``BF16_WHITE_LIST = WHITE_LIST``,
+#: ``BF16_BLACK_LIST = FP16_BLACK_LIST`` since Paddle 2.6).
+PADDLE_BF16_WHITE = _PADDLE_WHITE
+PADDLE_BF16_BLACK = PADDLE_FP16_BLACK
+#: Up to Paddle 2.5: ``BF16_WHITE_LIST = {'conv2d', 'einsum', 'matmul_v2'}``, ``BF16_BLACK_LIST = set()``.
+PADDLE_2_5_BF16_WHITE = frozenset({"conv2d", "einsum", "matmul_v2"})
+#: Paddle's static-graph ``gray_list`` (python/paddle/static/amp/fp16_lists.py), the ops that matter here: "safe, but
+#: may be made unsafe by an upstream blacklist op", or with no numerically significant effect.
+PADDLE_STATIC_GRAY = frozenset({
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max", "elementwise_min",
+    "elementwise_pow", "batch_norm", "layer_norm", "tanh", "sigmoid", "pool2d", "dropout", "relu", "relu6",
+    "leaky_relu", "concat", "stack", "split", "reshape2", "transpose2", "slice", "gather", "scale", "cast"})
+#: MindSpore's ``AMP_WHITE_LIST`` (what O1 converts) and ``AMP_BLACK_LIST`` (what O2 keeps in fp32), by name
+#: (mindspore/train/amp.py, MindSpore 2.10; ``mindspore.amp.get_white_list()`` / ``get_black_list()``).
+MINDSPORE_O1_WHITE = frozenset({
+    "nn.Conv1d", "nn.Conv2d", "nn.Conv3d", "nn.Conv1dTranspose", "nn.Conv2dTranspose", "nn.Conv3dTranspose",
+    "nn.Dense", "nn.LSTMCell", "nn.RNNCell", "nn.GRUCell", "ops.Conv2D", "ops.Conv3D", "ops.Conv2DTranspose",
+    "ops.Conv3DTranspose", "ops.Conv2DBackpropInput", "ops.MatMul", "ops.BatchMatMul", "ops.PReLU", "ops.ReLU",
+    "ops.Ger"})
+MINDSPORE_O2_BLACK = frozenset({"nn.BatchNorm1d", "nn.BatchNorm2d", "nn.BatchNorm3d", "nn.LayerNorm"})
 
 #: The probe's op name -> the Paddle op that does the same job.
 TORCH_TO_PADDLE: dict[str, str] = {
