@@ -93,3 +93,21 @@ def test_bad_input():
         hunt(nn.Linear(1, 1), None)
     with pytest.raises(TypeError, match="callable"):
         anomaly_report(3)
+
+
+def test_uninitialised_memory_is_not_a_finding():
+    """empty/empty_like hand back whatever the memory held (dropout fills its mask that way): not a result."""
+    h = NonFiniteHunter()
+    x, garbage = torch.ones(3), torch.full((3,), float("nan"))
+    h._seen(torch.ops.aten.empty_like.default, (x,), {}, garbage)
+    h._seen(torch.ops.aten.empty.memory_format, ([3],), {}, garbage)
+    assert h.first is None and h.n_ops == 2
+    h._seen(torch.ops.aten.add.Tensor, (x, x), {}, garbage)
+    assert h.first is not None and h.first.op == "aten.add" and h.first.op_index == 2
+
+
+def test_dropout_step_is_clean_under_the_hunter():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 64), nn.Dropout(0.5), nn.Linear(64, 2))
+    for _ in range(20):
+        assert hunt(m, lambda: m(torch.randn(16, 8)).sum().backward()) is None

@@ -1,5 +1,5 @@
-"""AMP diagnosis tools for your own training loop: the non-finite hunter, overflow headroom, scaler health,
-the doctor's broken-run scenarios and the 2-process data-parallel recipe.
+"""AMP diagnosis tools for your own training loop: the non-finite hunter and its watch-and-replay, overflow
+headroom, scaler health, the doctor's broken-run scenarios and the 2-process data-parallel recipe.
 
 Taught in ``05_amp_in_practice.ipynb``. Logic only (data in, data out); the view is
 ``ampkit.widgets.amp_doctor``.
@@ -7,7 +7,9 @@ Taught in ``05_amp_in_practice.ipynb``. Logic only (data in, data out); the view
 from ampkit.diagnose.headroom import LayerHeadroom, check_model, check_scalar_loss, format_limits, measure_headroom
 from ampkit.diagnose.health import KINDS, Diagnosis, RecordingScaler, ScalerHistory, classify
 from ampkit.diagnose.hunter import AnomalyFinding, NonFiniteEvent, NonFiniteHunter, anomaly_report, hunt
+from ampkit.diagnose.replay import StepFinding, WatchedStep, watch
 
 __all__ = ["NonFiniteEvent", "NonFiniteHunter", "hunt", "AnomalyFinding", "anomaly_report",
+           "watch", "WatchedStep", "StepFinding",
            "LayerHeadroom", "measure_headroom", "format_limits", "check_model", "check_scalar_loss",
            "ScalerHistory", "RecordingScaler", "Diagnosis", "classify", "KINDS"]

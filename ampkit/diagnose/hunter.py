@@ -87,6 +87,11 @@ def _finite_max(tensors: list[torch.Tensor]) -> float:
     return best
 
 
+# ops whose output is uninitialised memory (filled by the next op, e.g. dropout's mask): garbage, not a result
+_UNINITIALISED = {torch.ops.aten.empty, torch.ops.aten.empty_like, torch.ops.aten.empty_strided,
+                  torch.ops.aten.new_empty, torch.ops.aten.new_empty_strided, torch.ops.aten.empty_permuted}
+
+
 class _Mode(TorchDispatchMode):
     def __init__(self, hunter: NonFiniteHunter):
         super().__init__()
@@ -150,7 +155,7 @@ class NonFiniteHunter:
     # --- the check -----------------------------------------------------------------------------------------
     def _seen(self, func, args, kwargs, out) -> None:
         self.n_ops += 1
-        if self.first is not None:
+        if self.first is not None or getattr(func, "overloadpacket", None) in _UNINITIALISED:
             return
         outs = list(iter_tensors(out))
         kinds = [k for k in (_nonfinite_kind(t) for t in outs) if k]
