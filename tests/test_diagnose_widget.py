@@ -54,7 +54,7 @@ def test_every_headroom_bar_is_visible():
     assert any("OVERFLOW" in t and "-0.9" in t for t in texts)
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks[1] == "net.1\nReLU\nactivation" and ticks[2] == "net.2\nLinear"
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend[:2] == ["fp16", "bf16"] and legend[2].startswith("overflow")
     nan = headroom_figure(["a"], {"fp16": [float("nan")]}).axes[0]
     assert [p.get_height() for p in nan.patches if p.get_hatch() == "//"] == [nan.get_ylim()[1]]

@@ -80,8 +80,8 @@ def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], t
     ax.set_xlabel("module (name and kind), in forward order")
     ax.set_ylabel("headroom (powers of two)")
     ax.set_title(title or "Overflow headroom per module: powers of two left below the format max")
-    ax.legend(handles=handles, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.32),
-              title="headroom = log2(format max / largest |output|)", title_fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8,
+               title="headroom = log2(format max / largest |output|)", title_fontsize=8)
     return fig
 
 
