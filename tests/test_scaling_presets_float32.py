@@ -340,3 +340,16 @@ def test_torch_multiplies_by_the_double_factor_not_its_float32():
                 scale, tracker = scale * F32(2.5), 0
         with_f32_factor.append(scale)
     assert differs(torch_reference(fl, 1000.3, 2.5, 1 / 3, 3), with_f32_factor)
+
+
+def test_sharded_grad_scaler_cpu_update_multiplies_by_the_float32_factor():
+    """docs/reference.md: FSDP's ShardedGradScaler updates a CPU scale with ``self._scale *= factor`` (float32 times
+    float32(factor), no finiteness check), unlike torch._amp_update_scale_ (float32(S * double factor))."""
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+    s = ShardedGradScaler("cpu", init_scale=606636.2, backoff_factor=0.7, growth_factor=3.0, growth_interval=1)
+    s._lazy_init_scale_growth_tracker(torch.device("cpu"))
+    s._amp_update_scale_cpu_(torch.ones(1))
+    assert s._scale.item() == float(F32(606636.2) * F32(0.7)) != torch_reference([True], 606636.2, 3.0, 0.7, 1)[0]
+    s._scale.fill_(3e38)
+    s._amp_update_scale_cpu_(torch.zeros(1))
+    assert s._scale.item() == float("inf")          # grown past float32's range: torch's kernel would keep 3e38
