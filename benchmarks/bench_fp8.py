@@ -6,6 +6,10 @@
    Note: on a CPU without AVX512-BF16 the bf16 step itself is slow; the fp32 ratio is printed too.
 2. Latency of the amax-history explorer's update after a history-slider move (first visit of a position) and a
    revisit (cached), and of an algorithm switch. Target: median update <= 50 ms.
+3. The cost of the numerics done as Transformer Engine does them (issue 19), per call on one 256x256 tensor or one
+   recorded run: ``amax_of`` (inf counts, NaN skipped), ``dequantize`` by the fp32 ``scale_inv`` beside a plain
+   division, ``delayed_scales`` (zero-amax steps taken out, TE's fused update) and the MX "te" exponent rule (TE's
+   ``float_to_e8m0`` bit by bit) beside the OCP floor rule. No target: median and spread, to compare.
 
 Timings depend on the machine and its load; the ratios are what to compare. Run: python benchmarks/bench_fp8.py
 """
@@ -17,7 +21,7 @@ import time
 import torch
 from torch import nn
 
-from ampkit.fp8 import Fp8Recipe, to_fp8
+from ampkit.fp8 import Fp8Recipe, amax_of, delayed_scales, dequantize, fp8_to_float, mx_exponents, quantize, to_fp8
 from ampkit.fp8.run import record_amax_run
 from ampkit.models import MLP
 from ampkit.widgets.fp8 import AmaxHistoryExplorer
@@ -92,6 +96,42 @@ def bench_widget() -> list[float]:
     return first
 
 
+def _timed(fn, repeats: int) -> tuple[float, float]:
+    """Median and p90 - p10 spread of ``fn``'s run time, in microseconds."""
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    ts.sort()
+    return 1e6 * statistics.median(ts), 1e6 * (ts[int(0.9 * (repeats - 1))] - ts[int(0.1 * (repeats - 1))])
+
+
+def bench_numerics(repeats: int = 200) -> dict[str, float]:
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 256, generator=g)
+    q = quantize(x, 3.0)
+    amax = record_amax_run().amax["activation"]
+    cases = {
+        "amax_of (256x256)": lambda: amax_of(x),
+        "dequantize: q * fp32(1/scale)": lambda: dequantize(q, 3.0),
+        "plain q / scale (for comparison)": lambda: fp8_to_float(q) / 3.0,
+        f"delayed_scales ({len(amax)} steps, history 16)": lambda: delayed_scales(amax, "e4m3", 16),
+        "mx_exponents, TE rule (256x256)": lambda: mx_exponents(x, "e4m3", rounding="te"),
+        "mx_exponents, OCP rule (256x256)": lambda: mx_exponents(x, "e4m3", rounding="ocp"),
+    }
+    print(f"numerics as Transformer Engine does them, median of {repeats} (p90 - p10 spread), one thread:")
+    med = {}
+    for name, fn in cases.items():
+        m, spread = _timed(fn, repeats)
+        med[name] = m
+        print(f"  {name:40s} {m:8.1f} us  ({spread:.1f})")
+    return med
+
+
 if __name__ == "__main__":
     bench_steps()
     bench_widget()
+    bench_numerics()
