@@ -15,11 +15,11 @@ Two ways to pick a block's exponent, both implemented here:
            fp32 to 0 gets byte 0x00, exponent -127.
 
 Both rules clamp the exponent to E8M0's range [-127, 127]; an all-zero block gets -127 (TE: byte 0x00; the spec's
-``log2(0)`` is below every exponent). A block holding inf or NaN has no valid scale: its E8M0 byte is the spec's NaN
-code 0xFF (:func:`e8m0_encode`) and it decodes to NaN, as in the spec's reference code (``microsoft/microxcaling``,
-``mx/mx_ops.py``); in the int exponents it is reported as 127 and flagged in ``nonfinite_blocks``. (TE's own kernel
-is not the spec here: it skips NaN in the amax and gives an inf amax byte 0xFE.) The block size must divide the last
-dimension (no padding).
+``log2(0)`` is below every exponent). A block holding inf or NaN has no valid scale: its E8M0 byte is the NaN code
+0xFF (:func:`e8m0_encode`) and it decodes to NaN, as in Microsoft's MX emulation library (``microsoft/microxcaling``,
+``mx/mx_ops.py``: an inf or NaN block amax gives a NaN scale); in the int exponents such a block is reported as 127
+and flagged in ``nonfinite_blocks``. (TE's own kernel does not do this: it skips NaN in the block amax and gives an
+inf amax the byte 0xFE.) The block size must divide the last dimension (no padding).
 
 >>> x = torch.tensor([[500.0] + [1.0] * 31])
 >>> mx_exponents(x, "e4m3", rounding="ocp").tolist(), mx_exponents(x, "e4m3", rounding="te").tolist()
