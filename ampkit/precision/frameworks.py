@@ -58,7 +58,7 @@ PADDLE_BF16_WHITE = _PADDLE_WHITE
 PADDLE_BF16_BLACK = PADDLE_FP16_BLACK
 #: Up to Paddle 2.5: ``BF16_WHITE_LIST = {'conv2d', 'einsum', 'matmul_v2'}``, ``BF16_BLACK_LIST = set()``.
 PADDLE_2_5_BF16_WHITE = frozenset({"conv2d", "einsum", "matmul_v2"})
-#: Paddle's static-graph ``gray_list`` (python/paddle/static/amp/fp16_lists.py), the ops that matter here: "safe, but
+#: Part of Paddle's static-graph ``gray_list`` (3.3.1, python/paddle/static/amp/fp16_lists.py): "safe, but
 #: may be made unsafe by an upstream blacklist op", or with no numerically significant effect.
 PADDLE_STATIC_GRAY = frozenset({
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max", "elementwise_min",
