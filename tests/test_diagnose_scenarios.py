@@ -49,6 +49,15 @@ def test_bad_input():
     with pytest.raises(ValueError, match="scalar"):
         diagnose_model(nn.Linear(2, 2), torch.zeros(3, 2), None, loss_fn=lambda o, y: o)
     assert scenario_names()[-1] == "my model"
+    m, xy = MLP(4, 8, 2), (torch.randn(4, 4), torch.zeros(4, dtype=torch.long))
+    for bad in ("fp32", "e4m3", torch.float32, 16):
+        with pytest.raises(ValueError, match="one of fp16, bf16"):
+            diagnose_model(m, *xy, dtype=bad)
+    assert diagnose_model(m, *xy, dtype=torch.bfloat16).evidence["dtype"] == "bf16"
+    with pytest.raises(TypeError, match="batch=\\(x, y\\).*got Tensor"):
+        run_scenario("my model", model=m, batch=xy[0])
+    with pytest.raises(TypeError, match="of length 3"):
+        run_scenario("my model", model=m, batch=(*xy, None))
 
 
 def test_forward_overflow_evidence_follows_the_fix():

@@ -23,6 +23,7 @@ from ampkit.data import make_blobs
 from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_headroom
 from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify
 from ampkit.diagnose.hunter import NonFiniteHunter
+from ampkit.dtypes import short_name
 from ampkit.models import MLP
 from ampkit.precision import apply_level
 from ampkit.scaling import DynamicLossScaler
@@ -251,6 +252,8 @@ def diagnose_model(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: 
     """Diagnose one of your own models on one batch: headroom per layer against ``dtype`` and a hunted fp16/bf16
     autocast forward+backward."""
     check_model(model)
+    if (short_name(dtype) if isinstance(dtype, (str, torch.dtype)) else None) not in ("fp16", "bf16"):
+        raise ValueError(f"diagnose_model checks an autocast dtype: one of fp16, bf16; got {dtype!r}")
     rows = measure_headroom(model, [(x, y)], loss_fn, dtype, steps=1)
     cast = torch.float16 if rows[0].dtype == "fp16" else torch.bfloat16
     with NonFiniteHunter(model) as h:
@@ -274,5 +277,9 @@ def run_scenario(name: str, fixed: bool = False, model: nn.Module | None = None,
     if name == "my model":
         if model is None or batch is None:
             raise ValueError("'my model' needs model= (an nn.Module) and batch=(x, y)")
+        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+            raise TypeError(f"'my model' needs batch=(x, y), a pair of an input and a target; got "
+                            f"{type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, (tuple, list))
+                                                         else ""))
         return diagnose_model(model, *batch)
     return SCENARIOS[name](bool(fixed))
