@@ -15,7 +15,8 @@ from ampkit.fp8 import (
     scaled_mm_available,
     to_fp8,
 )
-from ampkit.fp8.run import make_task, record_amax_run, train_mode
+from ampkit.fp8.run import gemm_tensors, make_task, record_amax_run, train_mode
+from ampkit.models import MLP
 
 
 def _pair(recipe, seed=0):
@@ -117,3 +118,23 @@ def test_bad_recipe(kw):
         train_mode("fp4")
     with pytest.raises(ValueError, match="backend"):
         fp8_matmul(quantize(torch.ones(2, 2), 1.0), 1.0, quantize(torch.ones(2, 2), 1.0), 1.0, "cublas")
+
+
+def test_gemm_tensors_are_the_layer_gemms_inputs():
+    torch.manual_seed(0)
+    model = MLP(16, 64, 4, depth=2)
+    X, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    t = gemm_tensors(model, X, y, layer=1)
+    h = model.net[1](model.net[0](X))                       # the first hidden layer's ReLU output
+    assert torch.equal(t["X"], h.detach()) and torch.equal(t["W"], model.net[2].weight.detach())
+    # dY by hand: the gradient of the loss with respect to net.2's output
+    out = model.net[2](h.detach()).detach().requires_grad_(True)
+    loss = nn.functional.cross_entropy(model.net[4](model.net[3](out)), y)
+    (dy,) = torch.autograd.grad(loss, out)
+    assert torch.allclose(t["dY"], dy, atol=1e-7)
+    assert torch.allclose(t["dW"], t["dY"].t() @ t["X"], atol=1e-6)   # dW = dY^T X: a GEMM output
+    assert all(p.grad is None for p in model.parameters())       # the model is left clean
+    with pytest.raises(ValueError, match="layer"):
+        gemm_tensors(model, X, y, layer=3)
+    with pytest.raises(ValueError, match="no nn.Linear"):
+        gemm_tensors(nn.ReLU(), X, y)
