@@ -64,7 +64,8 @@ What remains different on purpose (each tested in tests/test_gradscaler_dropin_a
    ``max_scale``, ``track``, ``record_history``; ``history``, ``last_step_skipped``, ``scales``,
    ``skipped_steps``; a ``UserWarning`` (once) when a scaler is used with bfloat16, where it is unnecessary.
 10. :class:`NoLossScaler` is not torch's disabled scaler: it still checks gradients for inf/NaN and records
-    history (and steps anyway), and refuses a state whose scale is not 1. Its ``state_dict()`` is ``{}`` as
+    history (and steps anyway, fused optimizers included: they get a plain ``step()`` as from torch's disabled
+    scaler), and refuses a state whose scale is not 1. Its ``state_dict()`` is ``{}`` as
     torch's disabled one. For torch's ``enabled=False`` use ``DynamicLossScaler(enabled=False)``.
     :class:`StaticLossScaler` has no torch counterpart (its first argument is the scale).
 """

@@ -13,13 +13,14 @@ is taken in float64 and rounded to float32, gradients are unscaled and checked b
 from __future__ import annotations
 
 import inspect
+import math
+import struct
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
 from ampkit.formats import Classification, classify, resolve_format
@@ -28,6 +29,7 @@ from ampkit.scaling.protocol import ScaleInputError, ScalerTypeError, ScalerUsag
 __all__ = ["StepRecord"]
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
+_F32 = struct.Struct("f")
 
 _O2_HINT = (
     "Attempting to unscale FP16 gradients: parameter {name} of the optimizer has a float16 .grad. A loss "
@@ -35,21 +37,21 @@ _O2_HINT = (
     "the small unscaled gradients would flush to zero again, and the large scaled ones are already inf). "
     "Give the optimizer fp32 master weights instead: O2 keeps an fp32 copy of every parameter that the optimizer "
     "steps (ampkit.precision.apply_level(model, optimizer, 'O2', 'fp16')), or use O1 (torch.autocast with fp32 "
-    "parameters). Pure fp16 training (O3, model.half()) has no master weights and can only use NoLossScaler()."
-)
+    "parameters). Pure fp16 training (O3, model.half()) has no master weights and can only use NoLossScaler().")
 _PASS_ITSELF = (
     "GradScaler is going to stop passing itself as a keyword argument to the passed optimizer (torch's own "
     "FutureWarning, raised by ampkit's scaler too): the optimizer will get grad_scale and found_inf tensors.")
 _BF16_WARNING = (
     "a loss scaler with bfloat16: bf16 has fp32's 8 exponent bits (smallest normal 2**-126), so gradients do not "
-    "underflow and a loss scaler is unnecessary — train bf16 without one (NoLossScaler() or scaler=None)."
-)
+    "underflow and a loss scaler is unnecessary — train bf16 without one (NoLossScaler() or scaler=None).")
 
 
 def _f32(x: float) -> float:
     """Round a Python float (float64) to the nearest float32, as C's ``static_cast<float>`` does (inf on overflow)."""
-    with np.errstate(over="ignore"):
-        return float(np.float32(x))
+    try:
+        return _F32.unpack(_F32.pack(x))[0]
+    except OverflowError:                   # rounds beyond float32's largest value
+        return math.copysign(math.inf, x)
 
 
 @dataclass(frozen=True)
@@ -238,8 +240,7 @@ class _ScalerBase:
         state.stage = _UNSCALED
 
     def _check_inf_per_device(self, optimizer: torch.optim.Optimizer) -> dict:
-        """As torch's private helper: check (without dividing) the gradients, for optimizers that unscale them.
-        A scaler that never skips records what it found but answers zeros, so the optimizer steps anyway."""
+        """As torch's private helper: check (not divide) the gradients; a scaler that never skips answers zeros."""
         self._require_scaled("_check_inf_per_device")
         state = self._per_opt[id(optimizer)]
         state.found_inf = self._unscale_groups(self._grads_by_device_dtype(optimizer, allow_fp16=True), None)
@@ -290,8 +291,7 @@ class _ScalerBase:
         return None if skip else optimizer.step(*args, **kwargs)
 
     def _step_amp_aware(self, optimizer: Any, state: _OptState, args: tuple, kwargs: dict) -> Any:
-        """torch's contract with an optimizer that unscales and skips by itself (``_step_supports_amp_scaling``).
-        :class:`NoLossScaler` (nothing to divide, never skips) checks the gradients and calls a plain ``step()``."""
+        """torch's contract with an optimizer that unscales and skips itself; NoLossScaler: a plain ``step()``."""
         hands_itself = self._multiply and "grad_scaler" in inspect.signature(optimizer.step).parameters
         sets_attributes = self._multiply and not hands_itself
         if hands_itself:

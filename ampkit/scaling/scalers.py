@@ -94,7 +94,8 @@ class NoLossScaler(_ScalerBase):
     """No scaling (scale 1) and no skipping — plain training, but with a scaler's calls and a history.
 
     Swap it in for a real scaler to see what happens without one: non-finite gradients are recorded
-    (``history[i].found_inf``) and the optimizer steps anyway.
+    (``history[i].found_inf``) and the optimizer steps anyway — a fused optimizer (``fused=True``) too: it gets a
+    plain ``step()``, as from a disabled ``torch.amp.GradScaler``.
 
     >>> s = NoLossScaler(); loss = torch.tensor(2.0); s.scale(loss) is loss
     True
