@@ -9,6 +9,8 @@
    Target: median slider update <= 50 ms.
 3. The pure-Python rule replays of ``ampkit.scaling.replays`` that notebook 03 runs (6000 clean steps of torch's
    rule; MindSpore's rule on the same flags). Target: well under 100 ms each (they run in a notebook cell).
+4. Building the cross-framework defaults table (``defaults_table()``: every preset measured with ``describe``, the
+   rules in their frameworks' exact float arithmetic), which notebook 03 builds once. No target: median and spread.
 
 Timings depend on the machine and its load; the ratios are what to compare. Run: python benchmarks/bench_scaling.py
 """
@@ -29,6 +31,7 @@ from ampkit.scaling import (
     train_task,
     underflow_task,
 )
+from ampkit.scaling.presets import defaults_table, preset_names
 from ampkit.widgets.scaling import ScalerReplay, VisualLossScaler
 
 
@@ -122,6 +125,16 @@ def rule_replays() -> dict[str, float]:
     return out
 
 
+def defaults_table_times(repeats: int = 5) -> list[float]:
+    """Seconds to build the defaults table from the presets, ``repeats`` times."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        defaults_table()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 
 def _ms_table(title: str, times: dict[str, float], target: str, value: float, limit: float) -> None:
     """Print ``times`` (seconds) in ms under ``title``, then whether ``value`` meets ``target`` (<= ``limit`` s)."""
@@ -156,6 +169,9 @@ def main() -> None:
     print()
     rules = rule_replays()
     _ms_table("rule replays (median of 5)", rules, "each replay", max(rules.values()), 0.100)
+    table = defaults_table_times()
+    print(f"\ndefaults table, {len(preset_names())} presets (5 builds): median {statistics.median(table) * 1e3:.0f} ms,"
+          f" min {min(table) * 1e3:.0f} ms, max {max(table) * 1e3:.0f} ms (depends on the CPU and its load)")
 
 
 if __name__ == "__main__":
