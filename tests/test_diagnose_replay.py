@@ -12,7 +12,7 @@ import torch.optim.optimizer as optimizer_globals
 from torch import nn
 
 from ampkit.data import make_blobs
-from ampkit.diagnose import NonFiniteHunter, StepFinding, watch
+from ampkit.diagnose import NonFiniteHunter, RecordingScaler, StepFinding, watch
 from ampkit.diagnose.scenarios import SCENARIOS
 from ampkit.models import MLP
 from ampkit.precision import apply_level
@@ -155,8 +155,15 @@ def _state(run):
             "buffers": [b.clone() for b in run.model.buffers()],
             "optimizers": [copy.deepcopy(o.state_dict()) for o in opts if o is not None],
             "scaler": None if scaler is None else scaler.state_dict(),
-            "history": list(getattr(scaler, "history", []) or []),
+            "history": _history(scaler),
             "rng": torch.get_rng_state()}
+
+
+def _history(scaler):
+    history = getattr(scaler, "history", None)
+    if history is None:
+        return None
+    return list(history) if isinstance(history, list) else {k: list(v) for k, v in vars(history).items()}
 
 
 def _same(a, b, path="state"):
@@ -316,13 +323,48 @@ def test_state_after_replay_is_one_step_with_adam_batchnorm_and_ampkit_scaler(sn
     assert len(run.scaler.history) == 8                               # one scaler update per step
 
 
+def test_two_optimizers_share_a_recording_scaler():
+    """PyTorch's AMP examples: several models and optimizers, one scaler, one update(); here wrapped in the kit's
+    RecordingScaler, whose history must not get the replayed step twice."""
+    def make():
+        torch.manual_seed(0)
+        a, b = nn.Linear(8, 16), nn.Linear(16, 3)
+        model = nn.Sequential(a, nn.ReLU(), b)
+        opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(b.parameters())
+        scaler = RecordingScaler(torch.amp.GradScaler("cpu", init_scale=2.0 ** 8, growth_interval=2))
+        X, y = make_blobs(64, n_features=8, n_classes=3, seed=2)
+
+        def step(xb, yb):
+            opt_a.zero_grad()
+            opt_b.zero_grad()
+            with torch.autocast("cpu", dtype=torch.float16):
+                loss = F.cross_entropy(model(xb).float(), yb)
+            scaler.scale(loss).backward()
+            scaler.step(opt_a)
+            scaler.step(opt_b)
+            scaler.update()
+            return loss
+        return SimpleNamespace(model=model, optimizer=[opt_a, opt_b], scaler=scaler, step=step,
+                               batches=_batches(X, y, 6, poison=frozenset({3})))
+    plain = make()
+    _plain(plain)
+    run = make()
+    watched = watch(run.step, run.model, run.optimizer, run.scaler)
+    for args in run.batches:
+        watched(*args)
+    assert [(f.step, f.replayed) for f in watched.findings] == [(3, True)]
+    _same(_state(plain), _state(run))
+    # RecordingScaler records each scaler.step(): two per step, none twice
+    assert run.scaler.history.skipped == [False] * 6 + [True] * 2 + [False] * 4
+
+
 def test_gradient_accumulation_micro_step_restores_the_gradients():
     def make():
         torch.manual_seed(0)
         model = MLP(4, 8, 2)
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         X = torch.randn(6, 4)
-        X[3, 0] = float("inf")
+        X[4, 0] = float("inf")           # the second micro-batch of the second group: gradients exist already
 
         def micro(x, last):                  # no zero_grad: the gradients add up until the optimizer step
             model(x).square().mean().backward()
@@ -337,7 +379,7 @@ def test_gradient_accumulation_micro_step_restores_the_gradients():
     watched = watch(run.step, run.model, run.optimizer)
     for args in run.batches:
         watched(*args)
-    assert watched.findings[0].step == 3 and watched.findings[0].event.phase == "forward"
+    assert watched.findings[0].step == 4 and watched.findings[0].event.phase == "forward"
     _same(_state(plain), _state(run))
 
 

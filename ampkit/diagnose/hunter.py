@@ -10,7 +10,10 @@ come from forward pre/post hooks (a name stack) and, in backward, from the autog
 only the *backward* functions' outputs, so a forward overflow is reported at the first backward node that turns
 NaN (often the loss), not at the layer that overflowed.
 
-Off (not entered), the hunter costs nothing: no hook or mode is installed until ``__enter__``.
+Off (not entered), the hunter costs nothing: no hook or mode is installed until ``__enter__``. On, it makes a small
+step several times slower; :func:`ampkit.diagnose.replay.watch` runs every step bare and replays under the hunter
+only a step that went inf/NaN. Ops that return uninitialised memory (``empty``, ``empty_like``: dropout fills its
+mask that way) are counted but not judged: their output is whatever the memory held.
 
 >>> import torch
 >>> lin = torch.nn.Linear(2, 1); _ = lin.weight.data.fill_(1e30); _ = lin.bias.data.zero_()

@@ -1,34 +1,23 @@
 """Watch every training step at close to full speed; replay only the step that went inf/NaN, op by op.
 
 Taught in ``05_amp_in_practice.ipynb``. :class:`~ampkit.diagnose.hunter.NonFiniteHunter` checks the output of every
-op, which makes a small step several times slower. :func:`watch` wraps your own training step instead. Each call
-runs the step with nothing installed, then makes one cheap check. Only a step that failed the check is run a
-second time, from the same state, under the hunter, to name the op. The rule, for
-``watched = watch(step, model, optimizer, scaler)`` and each call ``watched(*inputs)``::
-
-    keep  = copy of (RNG states, buffers, scaler state, parameters, gradients, optimizer state)   # before the step
-    out   = step(*inputs)                                          # your whole step: no hook, no dispatch mode
-    bad   = inf/NaN in (loss, gradients, parameters) or the scaler found inf   # one fused check, one sync
-    if bad and replays left:
-        restore keep                                               # the state exactly as before this step
-        with NonFiniteHunter(model) as h:
-            out = step(*inputs)                                    # the same inputs, parameters and random state
-        finding.event = h.first                                    # the op, module and phase that went inf/NaN
-    return out                                                     # the step ran once, in effect
-
-The replay runs the same ops on the same values, so its result is the result of the first run: the state after a
-replayed step is the state after one step (one optimizer step, one scaler update). A step that the scaler skipped
-(normal now and then with fp16 loss scaling) is recorded and, while replays are left, replayed; nothing is raised.
+op, which makes a small step several times slower. :func:`watch` wraps your own training step instead: each call
+runs the step with nothing installed, then makes one cheap check (loss, gradients, parameters and the scaler's own
+found_inf, in one fused ``torch._foreach_norm`` and one device sync). Only a step that failed the check runs a second
+time, from the state before it (parameters, gradients, buffers, optimizer state, scaler state, torch's RNG states,
+the same inputs), under the hunter, to name the op. The replay runs the same ops on the same values, so the state
+after it is the state after one step: one optimizer step, one scaler update. A step that the scaler skipped (normal
+now and then with fp16 loss scaling) is recorded and, while replays are left, replayed; nothing is raised.
 
 ``snapshot="full"`` (the default) copies parameters, gradients, buffers and optimizer state before every step into
 buffers allocated once (``snapshot_bytes`` says how much memory that is). ``snapshot="lazy"`` copies only the RNG
 states, buffers and the scaler's few numbers every step; it copies parameters and optimizer state only when the
-gradients are inf/NaN just before ``optimizer.step()``. Lazy needs three things of the step: it zeroes the
-gradients itself, the parameters change only in ``optimizer.step()``, and an inf/NaN made by the optimizer step
-from finite gradients cannot be replayed (it is reported without an event). Python's and NumPy's random generators
-are not restored: draw random numbers in the step with torch.
+gradients are inf/NaN just before ``optimizer.step()``. Lazy relies on two things: the step zeroes the gradients
+itself, and the parameters change only in ``optimizer.step()``. Its limit: when the optimizer step itself turns
+finite gradients into inf/NaN parameters, no copy was kept, so that step is reported without a replay. Python's and
+NumPy's random generators are not restored: draw random numbers in the step with torch.
 
->>> import torch, torch.nn.functional as F
+>>> import torch
 >>> lin = torch.nn.Linear(2, 1); opt = torch.optim.SGD(lin.parameters(), lr=0.1)
 >>> def train_step(x):
 ...     opt.zero_grad()
@@ -53,12 +42,20 @@ import torch
 from torch import nn
 
 from ampkit._util import check_choice, check_int, iter_tensors
+from ampkit.diagnose._snapshot import (
+    Slots,
+    all_finite,
+    exactly_finite,
+    found_inf_tensors,
+    per_optimizer_states,
+    restore_object,
+    save_object,
+)
 from ampkit.diagnose.hunter import NonFiniteEvent, NonFiniteHunter
 
 __all__ = ["watch", "WatchedStep", "StepFinding", "SNAPSHOTS"]
 
 SNAPSHOTS = ("full", "lazy")
-SOURCES = ("loss", "gradients", "parameters", "scaler")
 
 
 @dataclass(frozen=True)
@@ -80,109 +77,6 @@ class StepFinding:
         if self.event is not None:
             return f"{text}; replayed op by op: {self.event.describe()}"
         return f"{text}; {self.note}" if self.note else text
-
-
-def _all_finite(tensors: list[torch.Tensor]) -> torch.Tensor | bool:
-    """One fused check: every tensor's 2-norm in fp32 (``torch._foreach_norm``, one call per device), then
-    ``isfinite().all()``; returns a tensor (no device sync). An inf or NaN anywhere makes its norm inf or NaN; a
-    finite tensor whose norm passes fp32's range (values near 1e19 and above) is a false alarm, which
-    :func:`_exactly_finite` then clears."""
-    tensors = [t for t in tensors if t.is_floating_point() and t.numel()]
-    if not tensors:
-        return True
-    by_device: dict[torch.device, list[torch.Tensor]] = {}
-    dev = tensors[0].device
-    if all(t.device == dev for t in tensors):
-        by_device[dev] = tensors
-    else:
-        for t in tensors:
-            by_device.setdefault(t.device, []).append(t)
-    flags = [torch.stack(torch._foreach_norm(ts, 2, dtype=torch.float32)).isfinite().all()
-             for ts in by_device.values()]
-    return flags[0] if len(flags) == 1 else torch.stack([f.cpu() for f in flags]).all()
-
-
-def _exactly_finite(tensors: list[torch.Tensor]) -> bool:
-    """Element by element (only on a step the fused check flagged)."""
-    return all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point() and t.numel())
-
-
-class _Slots:
-    """Copies of a list of tensors in buffers allocated once: ``save`` is one ``_foreach_copy_`` while the
-    shapes stay the same (a new allocation when they change)."""
-
-    def __init__(self) -> None:
-        self.copies: list[torch.Tensor] = []
-        self._sig: tuple = ()
-
-    def save(self, tensors: list[torch.Tensor]) -> None:
-        sig = tuple((t.shape, t.dtype, t.device) for t in tensors)
-        if sig != self._sig:
-            self.copies, self._sig = [t.detach().clone() for t in tensors], sig
-        elif tensors:
-            with torch.no_grad():
-                torch._foreach_copy_(self.copies, [t.detach() for t in tensors])
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.copies)
-
-
-def _save_object(obj: Any, depth: int = 0) -> dict:
-    """The state of a small Python object (a loss scaler): tensors cloned, lists by length (they only grow during
-    a step, e.g. a history), dicts and sets copied, nested plain objects (a wrapped scaler, a history) recursively."""
-    saved = {}
-    for k, v in vars(obj).items():
-        if isinstance(v, torch.Tensor):
-            saved[k] = ("tensor", v, v.detach().clone())
-        elif isinstance(v, list):
-            saved[k] = ("list", v, len(v))
-        elif isinstance(v, (dict, set)):
-            saved[k] = ("copy", v, v.copy())
-        elif depth < 2 and hasattr(v, "__dict__") and not isinstance(v, (nn.Module, torch.optim.Optimizer, type)) \
-                and not callable(v):
-            saved[k] = ("object", v, _save_object(v, depth + 1))
-        else:
-            saved[k] = ("value", v, None)
-    return saved
-
-
-def _restore_object(obj: Any, saved: dict) -> None:
-    for k in [k for k in vars(obj) if k not in saved]:
-        delattr(obj, k)
-    for k, (kind, v, extra) in saved.items():
-        if kind == "tensor":
-            with torch.no_grad():
-                v.copy_(extra)
-        elif kind == "list":
-            del v[extra:]
-        elif kind == "copy":
-            v.clear()
-            v.update(extra)
-        elif kind == "object":
-            _restore_object(v, extra)
-        setattr(obj, k, v)
-
-
-def _per_optimizer_states(scaler: Any) -> dict | None:
-    """The scaler's per-optimizer record of this step's found_inf (torch: ``_per_optimizer_states``, ampkit:
-    ``_per_opt``; a wrapper such as RecordingScaler: its ``.scaler``'s). ``update()`` replaces it by a new dict."""
-    for _ in range(3):
-        for name in ("_per_optimizer_states", "_per_opt"):
-            d = getattr(scaler, name, None)
-            if isinstance(d, dict):
-                return d
-        scaler = getattr(scaler, "scaler", None)
-        if scaler is None:
-            return None
-    return None
-
-
-def _found_inf_tensors(states: dict) -> list[torch.Tensor]:
-    out = []
-    for st in states.values():
-        found = st.get("found_inf_per_device", {}) if isinstance(st, dict) else getattr(st, "found_inf", {})
-        out.extend(t for t in found.values() if isinstance(t, torch.Tensor))
-    return out
 
 
 def _as_optimizers(optimizer: Any) -> list[torch.optim.Optimizer]:
@@ -218,7 +112,7 @@ class WatchedStep:
         self.findings: list[StepFinding] = []
         self.last: StepFinding | None = None
         self.calls = 0
-        self._params, self._buffers, self._grads, self._opt = _Slots(), _Slots(), _Slots(), _Slots()
+        self._params, self._buffers, self._grads, self._opt = Slots(), Slots(), Slots(), Slots()
         self._restore_rng = True      # tests switch it off to show that the RNG state matters
 
     # --- what is watched ---------------------------------------------------------------------------------
@@ -266,8 +160,8 @@ class WatchedStep:
         keep = {"params": params, "rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
                 "grad_none": [p.grad is None for p in params], "params_kept": False,
-                "scaler": _save_object(self.scaler) if self.scaler is not None else None,
-                "per_opt": _per_optimizer_states(self.scaler) if self.scaler is not None else None}
+                "scaler": save_object(self.scaler) if self.scaler is not None else None,
+                "per_opt": per_optimizer_states(self.scaler) if self.scaler is not None else None}
         self._buffers.save(list(self.model.buffers()))
         if self.snapshot == "full":
             self._grads.save([p.grad for p in params if p.grad is not None])
@@ -279,7 +173,7 @@ class WatchedStep:
             if keep.get("checked"):
                 return
             keep["checked"] = True   # the first optimizer step of this call: every backward has run
-            if not bool(_all_finite([p.grad for p in keep["params"] if p.grad is not None])):
+            if not bool(all_finite([p.grad for p in keep["params"] if p.grad is not None])):
                 self._keep_params(keep)   # parameters and optimizer state copied only now, only for a bad step
         return hook
 
@@ -297,7 +191,7 @@ class WatchedStep:
             if buffers:
                 torch._foreach_copy_(buffers, self._buffers.copies)
         if self.scaler is not None:
-            _restore_object(self.scaler, keep["scaler"])
+            restore_object(self.scaler, keep["scaler"])
         if self._restore_rng:
             torch.set_rng_state(keep["rng"])
             if keep["cuda_rng"] is not None:
@@ -326,7 +220,7 @@ class WatchedStep:
     @staticmethod
     def _scaler_found(keep: dict) -> torch.Tensor | bool:
         """The scaler's own found_inf for this step, read from its per-optimizer record (no sync)."""
-        found = _found_inf_tensors(keep["per_opt"]) if keep["per_opt"] is not None else []
+        found = found_inf_tensors(keep["per_opt"]) if keep["per_opt"] is not None else []
         if not found:
             return False
         if len(found) == 1:
@@ -338,12 +232,12 @@ class WatchedStep:
         params = keep["params"]
         groups = {"loss": [t.detach() for t in iter_tensors(out)],
                   "gradients": [p.grad for p in params if p.grad is not None], "parameters": params}
-        seen = [name for name, ts in groups.items() if not _exactly_finite(ts)]
+        seen = [name for name, ts in groups.items() if not exactly_finite(ts)]
         return (*seen, "scaler") if bool(self._scaler_found(keep)) else tuple(seen)
 
     def _is_bad(self, out: Any, keep: dict) -> bool:
         params = keep["params"]
-        ok = _all_finite([t.detach() for t in iter_tensors(out)] + [p.grad for p in params if p.grad is not None]
+        ok = all_finite([t.detach() for t in iter_tensors(out)] + [p.grad for p in params if p.grad is not None]
                          + params)
         found = self._scaler_found(keep)
         if isinstance(ok, torch.Tensor) and isinstance(found, torch.Tensor):
@@ -384,19 +278,45 @@ class WatchedStep:
 
 def watch(step: Callable[..., Any], model: nn.Module, optimizer: torch.optim.Optimizer | Sequence | None = None,
           scaler: Any = None, *, snapshot: str = "full", replays: int = 1) -> WatchedStep:
-    """Wrap your training step so that every call runs at close to full speed and a step that goes inf/NaN is
-    replayed once under :class:`~ampkit.diagnose.hunter.NonFiniteHunter` to name its first op.
+    """Wrap your training step: every call runs it bare and checks it once; a step that went inf/NaN is run again
+    from the state before it under :class:`~ampkit.diagnose.hunter.NonFiniteHunter`, which names its first op.
 
-    ``step(*inputs)``: your whole step (zero_grad, forward, loss, backward, scaler/optimizer step); pass it its batch
-    as arguments, and return the loss. ``model``: for module names and the parameters/buffers to restore;
-    ``optimizer``: one or a list (their state is restored); ``scaler``: ``torch.amp.GradScaler`` or an ampkit scaler.
-    ``snapshot``: ``"full"`` or ``"lazy"`` (module docstring); ``replays``: how many bad steps to replay (later ones
-    are only recorded). Creating the watch installs nothing; a call installs no hook and no dispatch mode on a
-    finite step (``"lazy"``: one optimizer step pre-hook during the call).
+    The rule, for each call ``watched(*inputs)``::
 
-    >>> lin = torch.nn.Linear(2, 1)
-    >>> watched = watch(lambda x: lin(x).sum().backward(), lin)
-    >>> watched(torch.ones(1, 2)); watched.last is None
-    True
+        keep = copy of (parameters, gradients, buffers, optimizer, scaler, RNG states)   # before the step
+        out  = step(*inputs)                                  # your whole step: no hook, no dispatch mode
+        if inf/NaN in (out, gradients, parameters) or scaler found inf:      # one fused check, one sync
+            if replays left:
+                restore keep                                  # the exact state before this step
+                with NonFiniteHunter(model) as h:
+                    out = step(*inputs)                       # the same step again: it counts once
+                watched.last = StepFinding(..., event=h.first)   # the op, its module, forward or backward
+        return out
+
+    ``step(*inputs)``: your whole step (zero_grad, forward, loss, backward, scaler/optimizer step), with its batch
+    as arguments; return the loss. ``model``: for module names and the parameters/buffers to restore;
+    ``optimizer``: one or a list (their state is restored); ``scaler``: ``torch.amp.GradScaler``, an ampkit scaler
+    or ``None``. ``snapshot``: ``"full"`` or ``"lazy"`` (the module docstring compares them); ``replays``: how many
+    bad steps to replay (later ones are only recorded in ``findings``). Creating the watch installs nothing; a call
+    installs no hook and no dispatch mode (``"lazy"``: one optimizer step pre-hook, removed at the end of the call).
+
+    >>> model = torch.nn.Linear(4, 3); opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    >>> scaler = torch.amp.GradScaler("cpu")
+    >>> def train_step(x, y):                          # your step as it is, with its batch as arguments
+    ...     opt.zero_grad()
+    ...     with torch.autocast("cpu", dtype=torch.float16):
+    ...         loss = torch.nn.functional.cross_entropy(model(x), y)
+    ...     scaler.scale(loss).backward()
+    ...     scaler.step(opt)
+    ...     scaler.update()
+    ...     return loss
+    >>> train_step = watch(train_step, model, opt, scaler)      # the one added line
+    >>> for x in (torch.ones(2, 4), torch.full((2, 4), 1e5)):   # 1e5 is above fp16's largest value, 65504
+    ...     loss = train_step(x, torch.zeros(2, dtype=torch.long))
+    ...     if train_step.last is not None:
+    ...         print(train_step.last.step, train_step.last.seen_in)
+    1 ('loss', 'gradients', 'scaler')
+    >>> train_step.last.event.phase, train_step.last.event.op   # autocast's cast of the batch to fp16
+    ('forward', 'aten._to_copy')
     """
     return WatchedStep(step, model, optimizer, scaler, snapshot=snapshot, replays=replays)
