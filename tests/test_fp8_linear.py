@@ -138,3 +138,12 @@ def test_gemm_tensors_are_the_layer_gemms_inputs():
         gemm_tensors(model, X, y, layer=3)
     with pytest.raises(ValueError, match="no nn.Linear"):
         gemm_tensors(nn.ReLU(), X, y)
+
+
+def test_to_fp8_and_fp8linear_refuse_what_is_not_a_model_or_a_recipe():
+    with pytest.raises(TypeError, match=r"model must be a torch.nn.Module .*got str"):
+        to_fp8("model")
+    with pytest.raises(TypeError, match=r"recipe must be an ampkit.fp8.Fp8Recipe .*got str"):
+        to_fp8(torch.nn.Linear(2, 2), recipe="hybrid")
+    with pytest.raises(TypeError, match=r"recipe must be an ampkit.fp8.Fp8Recipe"):
+        Fp8Linear(2, 2, recipe={"fmt": "e4m3"})

@@ -129,6 +129,9 @@ class Fp8Linear(nn.Linear):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, recipe: Fp8Recipe | None = None):
         super().__init__(in_features, out_features, bias=bias)
+        if recipe is not None and not isinstance(recipe, Fp8Recipe):
+            raise TypeError(f"recipe must be an ampkit.fp8.Fp8Recipe (or None for the default); "
+                            f"got {type(recipe).__name__}")
         self.recipe = recipe or Fp8Recipe()
         if not isinstance(self.recipe, Fp8Recipe):
             raise TypeError(f"recipe must be an Fp8Recipe; got {type(self.recipe).__name__}")
@@ -161,7 +164,18 @@ class Fp8Linear(nn.Linear):
 
 
 def to_fp8(model: nn.Module, recipe: Fp8Recipe | None = None) -> nn.Module:
-    """Replace every ``nn.Linear`` in ``model`` (in place) by an :class:`Fp8Linear` holding the same parameters."""
+    """Replace every ``nn.Linear`` in ``model`` (in place) by an :class:`Fp8Linear` holding the same parameters.
+
+    >>> to_fp8("model")
+    Traceback (most recent call last):
+    TypeError: model must be a torch.nn.Module (for example ampkit.models.MLP(...)); got str
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (for example ampkit.models.MLP(...)); "
+                        f"got {type(model).__name__}")
+    if recipe is not None and not isinstance(recipe, Fp8Recipe):
+        raise TypeError(f"recipe must be an ampkit.fp8.Fp8Recipe (or None for the default); "
+                        f"got {type(recipe).__name__}")
     for name, child in list(model.named_children()):
         if isinstance(child, nn.Linear) and not isinstance(child, Fp8Linear):
             new = Fp8Linear(child.in_features, child.out_features, child.bias is not None, recipe)

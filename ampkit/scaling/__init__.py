@@ -3,9 +3,10 @@
 Taught in notebook ``03_loss_scaling.ipynb`` (the widgets in :mod:`ampkit.widgets.scaling` draw what this package
 computes).
 
-Why: fp16 stores nothing below 2**-24, and backward passes are full of smaller gradients. Multiplying the
-loss by ``scale`` multiplies every gradient of the backward pass by ``scale`` (chain rule), lifting them into
-fp16's range; dividing the fp32 (master) gradients by ``scale`` before the optimizer step undoes it.
+Why: fp16's smallest positive value is 2**-24 (magnitudes at or below 2**-25 round to zero), and backward passes
+are full of smaller gradients. Multiplying the loss by ``scale`` multiplies every gradient of the backward pass by
+``scale`` (chain rule), lifting them into fp16's range; dividing the fp32 (master) gradients by ``scale`` before
+the optimizer step undoes it.
 
 ==================  ======================================================================================
 module              holds

@@ -30,15 +30,16 @@ True
 from __future__ import annotations
 
 import base64
+import importlib.util
 import io
 import textwrap
 import weakref
 from collections.abc import Callable
 from html.parser import HTMLParser
+from pathlib import Path
 
 import ipywidgets as W
 from IPython.display import display as ipy_display  # already loaded by ipywidgets
-from matplotlib import font_manager
 from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFont
 
@@ -193,8 +194,10 @@ def snapshot_items(widget: W.Widget) -> list[tuple[str, object]]:
 
 
 def _font(monospace: bool = False) -> ImageFont.FreeTypeFont:
-    family = "DejaVu Sans Mono" if monospace else "DejaVu Sans"
-    return ImageFont.truetype(font_manager.findfont(family), _FONT_SIZE)
+    # the DejaVu fonts matplotlib ships, found without importing matplotlib (a view without a figure, such as
+    # notebook 00's slider, does not load it)
+    fonts = Path(importlib.util.find_spec("matplotlib").submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf"
+    return ImageFont.truetype(str(fonts / ("DejaVuSansMono.ttf" if monospace else "DejaVuSans.ttf")), _FONT_SIZE)
 
 
 def _shown_size(png: bytes, widget_width: str | None) -> PILImage.Image:
