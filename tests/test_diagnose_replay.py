@@ -1,195 +1,31 @@
 """watch(): a finite step runs with nothing installed; a step that went inf/NaN is replayed from the exact state
 before it, under the op-level hunter, and finds what the always-on hunter finds; the state after the replay is the
 state after one step."""
-import copy
 from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
-import torch.nn.modules.module as module_globals
-import torch.optim.optimizer as optimizer_globals
+from _diagnose_runs import (
+    RECIPES,
+    adam_eps,
+    always_on,
+    amp_run,
+    assert_same,
+    forward_overflow,
+    installed,
+    make_batches,
+    run_plain,
+    train_state,
+    transient,
+)
 from torch import nn
 
 from ampkit.data import make_blobs
-from ampkit.diagnose import NonFiniteHunter, RecordingScaler, StepFinding, watch
+from ampkit.diagnose import RecordingScaler, StepFinding, watch
 from ampkit.diagnose.scenarios import SCENARIOS
 from ampkit.models import MLP
-from ampkit.precision import apply_level
 from ampkit.scaling import DynamicLossScaler
-
-
-# --- the doctor's scenarios as step functions (the same models, data, scalers and settings as scenarios.py) ------
-def _task(seed=0):
-    X, y = make_blobs(64, n_features=8, n_classes=3, seed=seed)
-    torch.manual_seed(seed)
-    return MLP(8, 32, 3, depth=2), X, y
-
-
-def _batches(X, y, steps, poison=frozenset(), fixed_batch=False):
-    out = []
-    for step in range(steps):
-        i = 0 if fixed_batch else (step * 16) % 64
-        xb, yb = X[i:i + 16], y[i:i + 16]
-        out.append((xb * 1e5 if step in poison else xb, yb))
-    return out
-
-
-def _amp_run(model, X, y, steps, dtype, scaler, loss_fn=F.cross_entropy, lr=0.05, poison=frozenset()):
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-
-    def step(xb, yb):
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype):
-            out = model(xb)
-        loss = loss_fn(out.float(), yb)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        return loss
-    return SimpleNamespace(model=model, optimizer=opt, scaler=scaler, step=step,
-                           batches=_batches(X, y, steps, poison))
-
-
-def _forward_overflow(fixed):
-    model, X, y = _task()
-    with torch.no_grad():
-        model.net[2].weight.mul_(1e5)
-        model.net[4].weight.mul_(1e-5)
-    return _amp_run(model, X, y, 6, torch.bfloat16 if fixed else torch.float16, torch.amp.GradScaler("cpu"), lr=1e-6)
-
-
-def _log_of_zero(fixed):
-    def naive(out, target):
-        p = torch.softmax(out.half() * 50, dim=1)
-        return F.cross_entropy(out, target) - 0.01 * (p * torch.log(p)).sum(1).mean().float()
-
-    def stable(out, target):
-        z = out * 50
-        return F.cross_entropy(out, target) - 0.01 * (torch.softmax(z, 1) * torch.log_softmax(z, 1)).sum(1).mean()
-    model, X, y = _task()
-    return _amp_run(model, X, y, 12, torch.float16, torch.amp.GradScaler("cpu"), stable if fixed else naive)
-
-
-def _transient(fixed):
-    model, X, y = _task()
-    scaler = DynamicLossScaler(hysteresis=2) if fixed else torch.amp.GradScaler("cpu")
-    return _amp_run(model, X, y, 16, torch.float16, scaler, poison=frozenset({5, 11}))
-
-
-def _scale_too_low(fixed):
-    model, X, y = _task()
-    scaler = torch.amp.GradScaler("cpu") if fixed else torch.amp.GradScaler("cpu", init_scale=1.0,
-                                                                             growth_interval=10 ** 6)
-    return _amp_run(model, X, y, 12, torch.float16, scaler, lambda o, t: F.cross_entropy(o, t) * 1e-4)
-
-
-def _half_model(fixed):
-    model, X, y = _task()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    scaler = torch.amp.GradScaler("cpu")
-    if fixed:
-        mp = apply_level(model, opt, "O2", "fp16")
-
-        def step(xb, yb):
-            mp.zero_grad()
-            loss = F.cross_entropy(mp.forward(xb), yb)
-            mp.backward(loss, scaler)
-            mp.step(scaler)
-            return loss
-    else:
-        model.half()
-
-        def step(xb, yb):
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(xb.half()).float(), yb)
-            scaler.scale(loss).backward()
-            scaler.step(opt)      # raises: GradScaler refuses fp16 gradients
-            scaler.update()
-            return loss
-    return SimpleNamespace(model=model, optimizer=opt, scaler=scaler, step=step,
-                           batches=_batches(X, y, 6, fixed_batch=True))
-
-
-def _adam_eps(fixed):
-    model, X, y = _task()
-    model.half()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-4 if fixed else 1e-8)
-
-    def step(xb, yb):
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(xb.half()).float(), yb) * 1e-3
-        loss.backward()
-        opt.step()
-        return loss
-    return SimpleNamespace(model=model, optimizer=opt, scaler=None, step=step,
-                           batches=_batches(X, y, 4, fixed_batch=True))
-
-
-RECIPES = {"fp16 forward overflow": _forward_overflow, "log of zero": _log_of_zero,
-           "transient spikes": _transient, "scale too low": _scale_too_low,
-           "model.half() + GradScaler": _half_model, "adam eps in fp16": _adam_eps}
-
-
-# --- helpers ---------------------------------------------------------------------------------------------------
-def _always_on(run):
-    """The always-on hunter: every step under NonFiniteHunter; the first event of each step."""
-    events = []
-    for args in run.batches:
-        with NonFiniteHunter(run.model) as h:
-            run.step(*args)
-        events.append(h.first)
-    return events
-
-
-def _plain(run):
-    for args in run.batches:
-        run.step(*args)
-
-
-def _state(run):
-    opts = run.optimizer if isinstance(run.optimizer, list) else [run.optimizer]
-    scaler = run.scaler
-    return {"params": [p.detach().clone() for p in run.model.parameters()],
-            "grads": [None if p.grad is None else p.grad.clone() for p in run.model.parameters()],
-            "buffers": [b.clone() for b in run.model.buffers()],
-            "optimizers": [copy.deepcopy(o.state_dict()) for o in opts if o is not None],
-            "scaler": None if scaler is None else scaler.state_dict(),
-            "history": _history(scaler),
-            "rng": torch.get_rng_state()}
-
-
-def _history(scaler):
-    history = getattr(scaler, "history", None)
-    if history is None:
-        return None
-    return list(history) if isinstance(history, list) else {k: list(v) for k, v in vars(history).items()}
-
-
-def _same(a, b, path="state"):
-    if isinstance(a, torch.Tensor):
-        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=f"{path} differs")
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _same(a[k], b[k], f"{path}[{k!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, z) in enumerate(zip(a, b)):
-            _same(x, z, f"{path}[{i}]")
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
-
-
-def _installed(model, optimizers):
-    """Every place a hook or a mode could hide."""
-    mods = [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks), len(m._backward_pre_hooks))
-            for m in model.modules()]
-    opts = [(len(o._optimizer_step_pre_hooks), len(o._optimizer_step_post_hooks)) for o in optimizers]
-    glob = (len(module_globals._global_forward_hooks), len(module_globals._global_forward_pre_hooks),
-            len(module_globals._global_backward_hooks), len(optimizer_globals._global_optimizer_pre_hooks),
-            len(optimizer_globals._global_optimizer_post_hooks))
-    return mods, opts, glob, torch._C._len_torch_dispatch_stack(), torch.is_anomaly_enabled()
 
 
 # --- the tests -------------------------------------------------------------------------------------------------
@@ -204,14 +40,14 @@ def test_replay_finds_what_the_always_on_hunter_finds(name, fixed, snapshot):
     if name == "model.half() + GradScaler" and not fixed:
         run = RECIPES[name](False)
         watched = watch(run.step, run.model, run.optimizer, run.scaler, snapshot=snapshot)
-        before = _installed(run.model, [run.optimizer])
+        before = installed(run.model, [run.optimizer])
         with pytest.raises(ValueError, match="FP16 gradients"):   # the step's own error passes through unchanged
             watched(*run.batches[0])
-        assert _installed(run.model, [run.optimizer]) == before and watched.findings == []
+        assert installed(run.model, [run.optimizer]) == before and watched.findings == []
         return
-    expected = _always_on(RECIPES[name](fixed))
+    expected = always_on(RECIPES[name](fixed))
     plain = RECIPES[name](fixed)
-    _plain(plain)
+    run_plain(plain)
     run = RECIPES[name](fixed)
     watched = watch(run.step, run.model, run.optimizer, run.scaler, snapshot=snapshot, replays=100)
     for args in run.batches:
@@ -222,14 +58,14 @@ def test_replay_finds_what_the_always_on_hunter_finds(name, fixed, snapshot):
     # only snapshot="lazy" may leave a step unreplayed: the optimizer step made finite gradients inf/NaN
     assert all("lazy" in f.note and "gradients" not in f.seen_in for f in watched.findings if not f.replayed)
     assert snapshot == "lazy" or not lazy_blind
-    _same(_state(plain), _state(run))          # one optimizer step and one scaler update per step, replayed or not
+    assert_same(train_state(plain), train_state(run))   # one optimizer step, one scaler update per step, replayed too
     assert bool(watched.findings) == any(e is not None for e in expected)
     if not fixed and name != "scale too low":   # an underflow is no inf/NaN: nothing to find there
         assert watched.findings
 
 
 def test_scenario_findings_name_the_layer_and_the_phase():
-    run = _forward_overflow(False)
+    run = forward_overflow(False)
     watched = watch(run.step, run.model, run.optimizer, run.scaler)
     for args in run.batches:
         watched(*args)
@@ -244,7 +80,7 @@ def test_scenario_findings_name_the_layer_and_the_phase():
 
 
 def test_optimizer_made_nan_is_replayed_with_full_and_reported_with_lazy():
-    full, lazy = _adam_eps(False), _adam_eps(False)
+    full, lazy = adam_eps(False), adam_eps(False)
     w_full = watch(full.step, full.model, full.optimizer)
     w_lazy = watch(lazy.step, lazy.model, lazy.optimizer, snapshot="lazy")
     for a, b in zip(full.batches, lazy.batches):
@@ -265,22 +101,22 @@ def _dropout_run(seed=0):
         model[0].bias[0] = 5.0
         model[3].weight[:, 0] = 3e4
     X, y = make_blobs(12, n_features=8, n_classes=3, seed=seed)
-    run = _amp_run(model, X, y, 12, torch.float16, torch.amp.GradScaler("cpu"), lr=1e-6)
+    run = amp_run(model, X, y, 12, torch.float16, torch.amp.GradScaler("cpu"), lr=1e-6)
     run.batches = [(X[i:i + 1], y[i:i + 1]) for i in range(12)]
     return run
 
 
 def test_dropout_replay_uses_the_same_random_state():
-    expected = _always_on(_dropout_run())
+    expected = always_on(_dropout_run())
     plain = _dropout_run()
-    _plain(plain)
+    run_plain(plain)
     run = _dropout_run()
     watched = watch(run.step, run.model, run.optimizer, run.scaler, replays=100)
     for args in run.batches:
         watched(*args)
     assert 0 < len(watched.findings) < len(run.batches)      # some masks keep unit 0, some drop it
     assert {f.step: f.event for f in watched.findings} == {i: e for i, e in enumerate(expected) if e is not None}
-    _same(_state(plain), _state(run))
+    assert_same(train_state(plain), train_state(run))
     # the same replay without restoring the RNG draws other dropout masks: another result (the test can fail)
     run = _dropout_run()
     careless = watch(run.step, run.model, run.optimizer, run.scaler, replays=100)
@@ -308,17 +144,17 @@ def test_state_after_replay_is_one_step_with_adam_batchnorm_and_ampkit_scaler(sn
             scaler.step(opt)
             scaler.update()
             return loss
-        batches = _batches(X, y, 8, poison=frozenset({0, 4}))   # step 0: Adam's state does not exist yet
+        batches = make_batches(X, y, 8, poison=frozenset({0, 4}))   # step 0: Adam's state does not exist yet
         return SimpleNamespace(model=model, optimizer=opt, scaler=scaler, step=step, batches=batches)
     plain = make()        # make() seeds the global RNG: build and run one set-up after the other
-    _plain(plain)
+    run_plain(plain)
     run = make()
     watched = watch(run.step, run.model, run.optimizer, run.scaler, snapshot=snapshot, replays=100)
     for args in run.batches:
         watched(*args)
     assert [f.step for f in watched.findings] == [0, 4] and all(f.replayed for f in watched.findings)
     assert all("scaler" in f.seen_in for f in watched.findings)
-    _same(_state(plain), _state(run))
+    assert_same(train_state(plain), train_state(run))
     assert run.optimizer.state_dict()["state"][0]["step"] == 6      # 8 steps, 2 skipped: no double step
     assert len(run.scaler.history) == 8                               # one scaler update per step
 
@@ -345,15 +181,15 @@ def test_two_optimizers_share_a_recording_scaler():
             scaler.update()
             return loss
         return SimpleNamespace(model=model, optimizer=[opt_a, opt_b], scaler=scaler, step=step,
-                               batches=_batches(X, y, 6, poison=frozenset({3})))
+                               batches=make_batches(X, y, 6, poison=frozenset({3})))
     plain = make()
-    _plain(plain)
+    run_plain(plain)
     run = make()
     watched = watch(run.step, run.model, run.optimizer, run.scaler)
     for args in run.batches:
         watched(*args)
     assert [(f.step, f.replayed) for f in watched.findings] == [(3, True)]
-    _same(_state(plain), _state(run))
+    assert_same(train_state(plain), train_state(run))
     # RecordingScaler records each scaler.step(): two per step, none twice
     assert run.scaler.history.skipped == [False] * 6 + [True] * 2 + [False] * 4
 
@@ -374,17 +210,17 @@ def test_gradient_accumulation_micro_step_restores_the_gradients():
         return SimpleNamespace(model=model, optimizer=opt, scaler=None, step=micro,
                                batches=[(X[i:i + 1], i % 3 == 2) for i in range(6)])
     plain = make()
-    _plain(plain)
+    run_plain(plain)
     run = make()
     watched = watch(run.step, run.model, run.optimizer)
     for args in run.batches:
         watched(*args)
     assert watched.findings[0].step == 4 and watched.findings[0].event.phase == "forward"
-    _same(_state(plain), _state(run))
+    assert_same(train_state(plain), train_state(run))
 
 
 def test_scaler_skip_seen_when_the_step_drops_its_gradients_at_the_end():
-    run = _forward_overflow(False)
+    run = forward_overflow(False)
     inner = run.step
 
     def step(xb, yb):
@@ -398,19 +234,19 @@ def test_scaler_skip_seen_when_the_step_drops_its_gradients_at_the_end():
 
 @pytest.mark.parametrize("snapshot", ["full", "lazy"])
 def test_off_installs_nothing_and_a_finite_step_runs_bare(snapshot):
-    run = _forward_overflow(True)
-    before = _installed(run.model, [run.optimizer])
+    run = forward_overflow(True)
+    before = installed(run.model, [run.optimizer])
     seen = []
 
     def step(xb, yb):
-        seen.append(_installed(run.model, [run.optimizer]))
+        seen.append(installed(run.model, [run.optimizer]))
         return run.step(xb, yb)
     watched = watch(step, run.model, run.optimizer, run.scaler, snapshot=snapshot)
-    assert _installed(run.model, [run.optimizer]) == before          # created, not called: nothing
+    assert installed(run.model, [run.optimizer]) == before          # created, not called: nothing
     for args in run.batches:
         watched(*args)
     assert watched.findings == [] and watched.last is None and watched.calls == 6
-    assert _installed(run.model, [run.optimizer]) == before          # after the calls: nothing left
+    assert installed(run.model, [run.optimizer]) == before          # after the calls: nothing left
     mods, opts, glob, modes, anomaly = seen[0]
     assert (mods, glob, modes, anomaly) == before[0:1] + before[2:]   # during a call: no module hook, no mode
     assert opts == ([(1, 0)] if snapshot == "lazy" else before[1])    # lazy: one optimizer pre-hook, in the call
@@ -418,7 +254,7 @@ def test_off_installs_nothing_and_a_finite_step_runs_bare(snapshot):
 
 
 def test_snapshot_memory_full_copies_lazy_does_not():
-    run = _transient(False)
+    run = transient(False)
     full = watch(run.step, run.model, run.optimizer, run.scaler)
     full(*run.batches[0])                   # the first call: no gradients yet, so none copied
     full(*run.batches[1])
@@ -439,7 +275,7 @@ def test_huge_finite_values_are_no_finding():
 
 
 def test_finding_describe_and_type():
-    run = _transient(False)
+    run = transient(False)
     watched = watch(run.step, run.model, run.optimizer, run.scaler)
     for args in run.batches[:6]:
         watched(*args)
