@@ -300,3 +300,33 @@ def test_bad_input():
         watch(lambda: None, lin, opt, replays=-1)
     with pytest.raises(TypeError, match="replays must be an int"):
         watch(lambda: None, lin, opt, replays=1.5)
+
+
+def test_lazy_copies_parameters_only_for_a_bad_step_without_scaler():
+    def make():
+        torch.manual_seed(0)
+        model = MLP(4, 8, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        X = torch.randn(5, 4)
+        X[3, 1] = float("nan")
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()              # no scaler: NaN gradients become NaN parameters
+            return loss
+        return SimpleNamespace(model=model, optimizer=opt, scaler=None, step=step,
+                               batches=[(X[i:i + 1],) for i in range(5)])
+    plain = make()
+    run_plain(plain)
+    run = make()
+    watched = watch(run.step, run.model, run.optimizer, snapshot="lazy", replays=5)
+    sizes = []
+    for args in run.batches:
+        watched(*args)
+        sizes.append(watched.snapshot_bytes)
+    assert sizes[:3] == [0, 0, 0] and sizes[3] > 0          # the first copy is taken for step 3, the bad one
+    first = watched.findings[0]
+    assert first.step == 3 and first.replayed and first.event.phase == "forward" and not first.event.inputs_finite
+    assert_same(train_state(plain), train_state(run))
