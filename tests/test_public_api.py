@@ -26,7 +26,8 @@ def test_all_names_exist_once():
 
 @pytest.mark.parametrize("module", ["formats", "models", "data", "precision", "train", "scaling", "sinking",
                                     "timeline", "device", "hardware", "dtypes", "doctor", "exercises", "diagnose",
-                                    "diagnose.scenarios", "diagnose.distributed", "fp8", "widgets", "widgets.start",
+                                    "diagnose.scenarios", "diagnose.distributed", "diagnose.replay", "fp8", "fp8.tiles",
+                                    "widgets", "widgets.start", "widgets.snapshot",
                                     "widgets.formats", "widgets.range_map", "widgets.precision", "widgets.scaling",
                                     "widgets.sinking", "widgets.train", "widgets.style", "widgets.amp_doctor",
                                     "widgets.fp8", "widgets.fp8_blocks"])
