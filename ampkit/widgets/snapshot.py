@@ -16,7 +16,6 @@ A part whose live look is not in its own value (an HTML overlay drawn over an im
 picture should be with :func:`register_still`.
 
 >>> import ipywidgets as W
-from IPython.display import display as ipy_display  # already loaded by ipywidgets
 >>> box = W.VBox([W.IntSlider(3, description="scale"), W.HTML("<b>flushed</b>: 12 %")])
 >>> lines = [line for kind, line in snapshot_items(box) if kind == "text"]
 >>> lines
