@@ -28,6 +28,21 @@ __all__ = ["best_per_call", "median_per_call", "Calibration", "ModeMeasurement",
            "speedup"]
 
 
+def _per_call_times(fn: Callable[[], Any], calls: int, repeats: int, device: torch.device | str) -> list[float]:
+    """``repeats`` timings of ``calls`` back-to-back calls, each per call (seconds), ``device`` synced around each."""
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1; got {repeats!r}")
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync(device)
+        times.append((time.perf_counter() - t0) / calls)
+    return times
+
+
 def best_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: torch.device | str = "cpu") -> float:
     """Fastest of ``repeats`` timings of ``calls`` back-to-back calls, per call (seconds); ``device`` is synced
     before and after each timing, so queued device work is counted.
@@ -35,15 +50,7 @@ def best_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: torch
     >>> best_per_call(lambda: None, calls=10, repeats=2) >= 0
     True
     """
-    best = float("inf")
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync(device)
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
+    return min(_per_call_times(fn, calls, repeats, device))
 
 
 def median_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: torch.device | str = "cpu") -> float:
@@ -55,17 +62,7 @@ def median_per_call(fn: Callable[[], Any], calls: int, repeats: int, device: tor
     >>> median_per_call(lambda: None, calls=10, repeats=3) >= 0
     True
     """
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-        raise ValueError(f"repeats must be an int >= 1; got {repeats!r}")
-    times = []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync(device)
-        times.append((time.perf_counter() - t0) / calls)
-    return statistics.median(times)
+    return statistics.median(_per_call_times(fn, calls, repeats, device))
 
 
 @dataclass(frozen=True)
