@@ -110,15 +110,6 @@ def test_replay_bad_input():
         replay([1.0, float("nan")])
 
 
-def test_docstring_examples_run():
-    import doctest
-
-    import ampkit.widgets.scaling
-
-    result = doctest.testmod(ampkit.widgets.scaling)
-    assert result.attempted >= 4 and result.failed == 0
-
-
 def test_widgets_use_the_kit_style():
     from matplotlib.colors import to_hex
 
