@@ -1,10 +1,10 @@
 """ampkit.formats bands: ``classify`` agrees with actually casting the tensor, for every fp16/bf16/fp8 bit pattern,
-at the band boundaries and on random values (split from test_formats.py, which checks info and decompose)."""
+at the band boundaries and on random values (the other formats tests: test_formats_info, _bits, _rounding)."""
 import math
 
 import pytest
 import torch
-from test_formats import SMALL, all_patterns, boundary_values
+from _format_patterns import SMALL, all_patterns, boundary_values
 
 from ampkit.formats import CLASSES, FORMATS, classify, classify_codes, info
 
