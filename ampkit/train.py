@@ -20,7 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -40,9 +40,7 @@ from ampkit.precision import (
     resolve_level,
     trace_dtypes,
 )
-
-if TYPE_CHECKING:  # typing only: ampkit.scaling imports train_step, so a runtime import would be a cycle
-    from ampkit.scaling.protocol import Scaler
+from ampkit.protocols import Scaler
 
 __all__ = ["train_step", "History", "train", "evaluate", "make_optimizer", "OPTIMIZERS", "LevelRun", "run_level",
            "LevelRunCache"]

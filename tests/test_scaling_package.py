@@ -13,6 +13,8 @@ import pytest
 import torch
 
 import ampkit.scaling
+from ampkit.protocols import Scaler as ProtocolScaler
+from ampkit.protocols import as_scaler
 from ampkit.scaling import (
     DynamicLossScaler,
     DynamicScalerRule,
@@ -32,7 +34,6 @@ from ampkit.scaling import (
     scale_sweep,
     underflow_task,
 )
-from ampkit.scaling.protocol import Scaler as ProtocolScaler
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALERS = [lambda: NoLossScaler(), lambda: StaticLossScaler(8.0), lambda: DynamicLossScaler(),
@@ -43,7 +44,8 @@ SCALERS = [lambda: NoLossScaler(), lambda: StaticLossScaler(8.0), lambda: Dynami
 @pytest.mark.parametrize("make", SCALERS, ids=["none", "static", "dynamic", "torch", "torch-disabled"])
 def test_every_scaler_satisfies_the_protocol(make):
     scaler = make()
-    assert isinstance(scaler, Scaler) and Scaler is ProtocolScaler
+    assert isinstance(as_scaler(scaler), Scaler) and Scaler is ProtocolScaler
+    assert isinstance(scaler, Scaler) != isinstance(scaler, torch.amp.GradScaler)   # torch's lacks last_step_skipped
 
 
 @pytest.mark.parametrize("make", SCALERS, ids=["none", "static", "dynamic", "torch", "torch-disabled"])
@@ -80,8 +82,9 @@ def test_rules_satisfy_scale_rule(rule):
 
 
 def test_train_task_accepts_torchs_scaler_through_the_protocol():
-    run = ampkit.scaling.train_task(underflow_task(), "fp16", torch.amp.GradScaler("cpu"), steps=3)
-    assert isinstance(run.scaler, Scaler) and len(run.losses) == 3
+    sc = torch.amp.GradScaler("cpu")
+    run = ampkit.scaling.train_task(underflow_task(), "fp16", sc, steps=3)
+    assert run.scaler is sc and isinstance(as_scaler(sc), Scaler) and len(run.losses) == 3
 
 
 # --- structure ------------------------------------------------------------------------------------------------

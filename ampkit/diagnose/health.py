@@ -109,6 +109,11 @@ class RecordingScaler:
     def get_scale(self) -> float:
         return self.scaler.get_scale()
 
+    @property
+    def last_step_skipped(self) -> bool:
+        """Whether the last step's gradients were not finite (what ``history.skipped`` records)."""
+        return bool(self.history.skipped and self.history.skipped[-1])
+
     def state_dict(self):
         return self.scaler.state_dict()
 

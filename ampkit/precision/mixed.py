@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -24,9 +24,7 @@ from ampkit._util import map_tensors
 from ampkit.device import check_autocast_dtype
 from ampkit.formats import format_name
 from ampkit.precision.levels import NORM_TYPES, resolve_level
-
-if TYPE_CHECKING:  # typing only: ampkit.scaling imports train_step, so a runtime import would be a cycle
-    from ampkit.scaling.protocol import Scaler
+from ampkit.protocols import Scaler, as_scaler
 
 __all__ = ["MixedPrecision", "apply_level"]
 
@@ -47,7 +45,7 @@ class MixedPrecision:
     empty), ``params`` (the model's trainable parameters, in optimizer order).
 
     A *scaler* below is any object with ``torch.amp.GradScaler``'s calls (``scale``, ``step``, ``update``)
-    — any object satisfying :class:`ampkit.scaling.Scaler` (torch.amp.GradScaler or the kit's).
+    — a :class:`ampkit.protocols.Scaler` (the kit's scalers; torch.amp.GradScaler through ``as_scaler``).
 
     >>> import torch; from ampkit.models import build_model
     >>> m = build_model("mlp"); mp = apply_level(m, torch.optim.SGD(m.parameters(), lr=0.1), "O1")
@@ -66,8 +64,7 @@ class MixedPrecision:
         self.params = params
         self.masters = masters
         self._hooks = hooks
-        self._found_inf: torch.Tensor | None = None
-        self._skipped_flag: bool | None = None
+        self._stepped_with: Scaler | None = None
         self._warned_bf16 = False
 
     @classmethod
@@ -142,33 +139,23 @@ class MixedPrecision:
     def step(self, scaler: Scaler | None = None) -> None:
         """``scaler.step(optimizer)`` + ``scaler.update()`` (or ``optimizer.step()``); under O2 then copy the
         updated fp32 masters back into the low-precision model. Does not synchronise with the device."""
-        self._found_inf = None
-        self._skipped_flag = None
+        self._stepped_with = None
         if scaler is None:
             self.optimizer.step()
         else:
+            scaler = as_scaler(scaler)   # torch's GradScaler gains last_step_skipped
             scaler.step(self.optimizer)
-            if not hasattr(scaler, "last_step_skipped"):
-                # torch.amp.GradScaler: found_inf is forgotten by update(), keep the (device) tensor
-                with contextlib.suppress(Exception):
-                    per_dev = scaler._found_inf_per_device(self.optimizer)
-                    if per_dev:
-                        self._found_inf = sum(v.to(torch.float32) for v in per_dev.values())
             scaler.update()
-            if hasattr(scaler, "last_step_skipped"):  # ampkit's scalers: read after update()
-                self._skipped_flag = bool(scaler.last_step_skipped)
+            self._stepped_with = scaler   # read when asked: torch's answer waits for the device
         if self.level == "O2":
             with torch.no_grad():
                 for p, m in zip(self.params, self.masters):
                     p.copy_(m)
 
     def last_step_skipped(self) -> bool:
-        """Whether the last :meth:`step` was skipped by the scaler (inf/NaN grads). Synchronises (``.item()``)."""
-        if self._skipped_flag is not None:
-            return self._skipped_flag
-        if self._found_inf is not None:
-            return bool(self._found_inf.item() > 0)
-        return False
+        """Whether the last :meth:`step` was skipped by the scaler (inf/NaN grads): the scaler's own
+        ``last_step_skipped`` (:class:`ampkit.protocols.Scaler`). Synchronises for torch's GradScaler."""
+        return self._stepped_with is not None and bool(self._stepped_with.last_step_skipped)
 
     def zero_grad(self) -> None:
         """Drop the grads of the model (and of the fp32 masters under O2)."""

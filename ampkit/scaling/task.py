@@ -18,7 +18,7 @@ from ampkit._util import check_int, check_positive_finite
 from ampkit.data import make_blobs
 from ampkit.models import MLP
 from ampkit.precision import MixedPrecision, apply_level
-from ampkit.scaling.protocol import Scaler
+from ampkit.protocols import Scaler
 from ampkit.train import evaluate, train_step
 
 __all__ = ["UnderflowTask", "underflow_task", "TaskRun", "train_task"]
