@@ -75,6 +75,7 @@ from __future__ import annotations
 from ampkit.scaling import defaults as _defaults
 from ampkit.scaling.base import StepRecord
 from ampkit.scaling.defaults import TABLE_COLUMNS
+from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
 from ampkit.scaling.framework_rules import (
     ApexDynamicRule,
     DeepSpeedDynamicRule,
@@ -131,6 +132,7 @@ __all__ = [
     "capture_gradients", "log2_histogram", "ScaleReport", "scale_report", "scale_sweep", "safe_window",
     "SAFE_MAX_FLUSHED", "GradAgreement", "gradient_agreement",
     # rules and replays
+    "DynamicRule", "DynamicState",
     "ScaleRule", "DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule",
     "Replay", "replay", "RuleReplay", "parse_flags", "replay_flags", "replay_grad_max", "log2_ceiling",
     "LegacyCall", "legacy_amp_spellings",

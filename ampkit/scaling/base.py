@@ -13,8 +13,6 @@ is taken in float64 and rounded to float32, gradients are unscaled and checked b
 from __future__ import annotations
 
 import inspect
-import math
-import struct
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
@@ -24,12 +22,12 @@ from typing import Any
 import torch
 
 from ampkit.formats import Classification, classify, resolve_format
+from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.protocol import ScaleInputError, ScalerTypeError, ScalerUsageError, ScalerValueError
 
 __all__ = ["StepRecord"]
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
-_F32 = struct.Struct("f")
 
 _O2_HINT = (
     "Attempting to unscale FP16 gradients: parameter {name} of the optimizer has a float16 .grad. A loss "
@@ -44,14 +42,6 @@ _PASS_ITSELF = (
 _BF16_WARNING = (
     "a loss scaler with bfloat16: bf16 has fp32's 8 exponent bits (smallest normal 2**-126), so gradients do not "
     "underflow and a loss scaler is unnecessary — train bf16 without one (NoLossScaler() or scaler=None).")
-
-
-def _f32(x: float) -> float:
-    """Round a Python float (float64) to the nearest float32, as C's ``static_cast<float>`` does (inf on overflow)."""
-    try:
-        return _F32.unpack(_F32.pack(x))[0]
-    except OverflowError:                   # rounds beyond float32's largest value
-        return math.copysign(math.inf, x)
 
 
 @dataclass(frozen=True)

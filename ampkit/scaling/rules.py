@@ -7,8 +7,8 @@ No framework but torch is needed.
 
 - :class:`TorchGradScalerRule` — ``torch.amp.GradScaler.update()``: halve on overflow (no floor), double after
   ``growth_interval`` clean steps, skip overflowing steps. It runs :class:`ampkit.scaling.DynamicLossScaler`'s
-  own update, which is tested bit for bit against torch (:class:`DynamicScalerRule`: the same with every
-  DynamicLossScaler setting — hysteresis, min/max).
+  own rule (:class:`ampkit.scaling.dynamic_rule.DynamicRule`), which is tested bit for bit against torch
+  (:class:`DynamicScalerRule`: the same with every DynamicLossScaler setting — hysteresis, min/max).
 - :class:`MindSporeDynamicRule` — ``mindspore.amp.DynamicLossScaleManager(init_loss_scale=2**24, scale_factor=2,
   scale_window=2000)`` as its update cell ``DynamicLossScaleUpdateCell`` applies it (source:
   ``mindspore/python/mindspore/nn/wrap/loss_scale.py``): the same rule with a **floor of 1**, and a backoff that
@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from ampkit._util import check_int, check_number
-from ampkit.scaling.base import _f32
+from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
+from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.scalers import DynamicLossScaler
 
 __all__ = ["DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule"]
@@ -58,8 +59,9 @@ def _at_least_one(name: str, value: Any, strict: bool = False) -> float:
 
 
 class DynamicScalerRule:
-    """:class:`ampkit.scaling.DynamicLossScaler`'s rule (its ``update()``), as a rule: ``kwargs`` are the
-    scaler's settings (``init_scale``, ``growth_interval``, ``hysteresis``, ``min_scale``, ...).
+    """:class:`ampkit.scaling.DynamicLossScaler`'s rule as a replayed rule: ``kwargs`` are the scaler's settings
+    (``init_scale``, ``growth_interval``, ``hysteresis``, ``min_scale``, ...), checked as the scaler checks them.
+    ``update`` calls the same pure :class:`~ampkit.scaling.dynamic_rule.DynamicRule` the scaler's ``update()`` calls.
 
     >>> r = DynamicScalerRule(init_scale=8.0, hysteresis=2); r.update(True); r.scale
     8.0
@@ -69,16 +71,18 @@ class DynamicScalerRule:
     drops_overflow = True
 
     def __init__(self, **kwargs: Any):
-        self._s = DynamicLossScaler(record_history=False, **kwargs)
+        scaler = DynamicLossScaler(record_history=False, **kwargs)   # the scaler's own checks and defaults
+        self.rule: DynamicRule = scaler.rule
+        self.state: DynamicState = scaler.rule_state
 
     @property
     def scale(self) -> float:
         """The scale the next step uses."""
-        return self._s.get_scale()
+        return self.state.scale
 
     def update(self, overflow: bool) -> None:
-        """The scaler's own rule after one step (``_next_scale``: the code ``update()`` runs)."""
-        self._s._set_scale(self._s._next_scale(bool(overflow)))
+        """One step of the rule: ``state = rule.adjust(state, overflow)``."""
+        self.state = self.rule.adjust(self.state, bool(overflow))
 
 
 class TorchGradScalerRule(DynamicScalerRule):

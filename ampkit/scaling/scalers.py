@@ -40,7 +40,7 @@ With ``hysteresis=1`` and no ``min_scale``/``max_scale`` this is exactly ``torch
 """
 from __future__ import annotations
 
-import math
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -49,33 +49,14 @@ import torch
 from torch.cuda.amp.common import amp_definitely_not_available
 
 from ampkit._util import check_int, check_positive_finite
-from ampkit.scaling.base import _f32, _ScalerBase
-from ampkit.scaling.protocol import ScalerStateError, ScalerValueError
+from ampkit.scaling.base import _ScalerBase
+from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState, check_backoff_factor, check_growth_factor, f32
+from ampkit.scaling.protocol import ScalerStateError
 
 __all__ = ["NoLossScaler", "StaticLossScaler", "DynamicLossScaler", "TORCH_STATE_KEYS"]
 
 #: The keys of ``torch.amp.GradScaler.state_dict()``; :class:`DynamicLossScaler` reads and writes them too.
 TORCH_STATE_KEYS: tuple[str, ...] = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
-# DynamicLossScaler's settings (validated by its constructor; load_state_dict copies them from a checked instance)
-_SETTINGS = ("_growth_factor", "_backoff_factor", "_growth_interval", "_hysteresis", "_consecutive", "_min_scale",
-             "_max_scale")
-
-
-def _check_growth_factor(value: Any) -> float:
-    value = check_positive_finite("growth_factor", value)
-    if value <= 1.0:
-        raise ScalerValueError(f"growth_factor must be > 1 (the scale grows by it; torch's default 2.0); got {value!r}")
-    return value
-
-
-def _check_backoff_factor(value: Any) -> float:
-    value = check_positive_finite("backoff_factor", value)
-    if not 0.0 < value < 1.0:
-        raise ScalerValueError(f"backoff_factor must be in (0, 1) (the scale shrinks by it; torch's default 0.5); "
-                               f"got {value!r}")
-    return value
-
-
 def _device_type(device: Any) -> str | None:
     """torch's first argument: a device type ("cpu", "cuda"), a ``torch.device``, or None (the loss's device)."""
     if device is None or isinstance(device, torch.device):
@@ -167,7 +148,7 @@ class StaticLossScaler(_ScalerBase):
         if "scale" not in state_dict:
             raise ValueError(f"load_state_dict() needs key 'scale'; got keys {sorted(map(str, state_dict))}")
         value = check_positive_finite("state_dict['scale']", state_dict["scale"])
-        self._set_scale(_f32(value) if self._materialised else value)
+        self._set_scale(f32(value) if self._materialised else value)
 
 
 class DynamicLossScaler(_ScalerBase):
@@ -201,88 +182,69 @@ class DynamicLossScaler(_ScalerBase):
         device = _device_type(device)
         if not isinstance(enabled, bool):
             raise TypeError(f"enabled must be True or False; got {type(enabled).__name__} {enabled!r}")
-        if not isinstance(consecutive_hysteresis, bool):
-            raise TypeError(f"consecutive_hysteresis must be True or False; got {consecutive_hysteresis!r}")
         init_scale = check_positive_finite("init_scale", init_scale)
-        growth_factor = _check_growth_factor(growth_factor)
-        backoff_factor = _check_backoff_factor(backoff_factor)
-        growth_interval = check_int("growth_interval", growth_interval)
-        hysteresis = check_int("hysteresis", hysteresis)
-        lo = None if min_scale is None else _f32(check_positive_finite("min_scale", min_scale))
-        hi = None if max_scale is None else _f32(check_positive_finite("max_scale", max_scale))
-        if lo is not None and hi is not None and lo > hi:
-            raise ValueError(f"min_scale ({min_scale!r}) must be <= max_scale ({max_scale!r})")
-        if (lo is not None and init_scale < lo) or (hi is not None and init_scale > hi):
-            raise ValueError(f"init_scale ({init_scale!r}) must lie in [min_scale, max_scale] = "
-                             f"[{min_scale!r}, {max_scale!r}]")
+        rule = DynamicRule(growth_factor, backoff_factor, growth_interval, hysteresis, consecutive_hysteresis,
+                           min_scale, max_scale)
+        init_scale = rule.check_scale(init_scale)
         if enabled and device == "cuda" and amp_definitely_not_available():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
                           UserWarning, stacklevel=2)      # torch's warning, word for word
             enabled = False
         super().__init__(init_scale, track=track, record_history=record_history, active=enabled, device=device)
-        self._growth_factor = growth_factor
-        self._backoff_factor = backoff_factor
-        self._growth_interval = growth_interval
-        self._hysteresis = hysteresis
-        self._consecutive = consecutive_hysteresis
-        self._min_scale = lo
-        self._max_scale = hi
+        self._rule = rule               # the update rule: settings only, pure (ampkit.scaling.dynamic_rule)
         self._growth_tracker = 0
         self._overflows_counted = 0     # overflows since the hysteresis count was last refilled
 
     def __repr__(self) -> str:
-        return (f"DynamicLossScaler(scale={self._scale!r}, growth_factor={self._growth_factor!r}, "
-                f"backoff_factor={self._backoff_factor!r}, growth_interval={self._growth_interval}, "
-                f"enabled={self._active}, hysteresis={self._hysteresis}, "
-                f"consecutive_hysteresis={self._consecutive}, min_scale={self._min_scale!r}, "
-                f"max_scale={self._max_scale!r})")
+        r = self._rule
+        return (f"DynamicLossScaler(scale={self._scale!r}, growth_factor={r.growth_factor!r}, "
+                f"backoff_factor={r.backoff_factor!r}, growth_interval={r.growth_interval}, "
+                f"enabled={self._active}, hysteresis={r.hysteresis}, "
+                f"consecutive_hysteresis={r.consecutive_hysteresis}, min_scale={r.min_scale!r}, "
+                f"max_scale={r.max_scale!r})")
+
+    @property
+    def rule(self) -> DynamicRule:
+        """The update rule with this scaler's settings (a frozen :class:`~ampkit.scaling.dynamic_rule.DynamicRule`).
+
+        >>> DynamicLossScaler(growth_interval=3).rule.growth_interval
+        3
+        """
+        return self._rule
+
+    @property
+    def rule_state(self) -> DynamicState:
+        """Where the rule stands: scale, clean steps counted, overflows counted."""
+        return DynamicState(self._scale, self._growth_tracker, self._overflows_counted)
 
     def get_growth_factor(self) -> float:
         """As torch's: the factor the scale grows by after ``growth_interval`` clean steps."""
-        return self._growth_factor
+        return self._rule.growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
         """As torch's (checked: > 1)."""
-        self._growth_factor = _check_growth_factor(new_factor)
+        self._rule = dataclasses.replace(self._rule, growth_factor=check_growth_factor(new_factor))
 
     def get_backoff_factor(self) -> float:
         """As torch's: the factor the scale shrinks by on overflow."""
-        return self._backoff_factor
+        return self._rule.backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
         """As torch's (checked: in (0, 1))."""
-        self._backoff_factor = _check_backoff_factor(new_factor)
+        self._rule = dataclasses.replace(self._rule, backoff_factor=check_backoff_factor(new_factor))
 
     def get_growth_interval(self) -> int:
         """As torch's: how many clean steps in a row before the scale grows."""
-        return self._growth_interval
+        return self._rule.growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
         """As torch's (checked: an int >= 1)."""
-        self._growth_interval = check_int("growth_interval", new_interval)
+        self._rule = dataclasses.replace(self._rule, growth_interval=check_int("growth_interval", new_interval))
 
     def _next_scale(self, found_inf: bool) -> float:
-        scale = self._scale
-        if found_inf:
-            self._growth_tracker = 0
-            self._overflows_counted += 1
-            if self._overflows_counted >= self._hysteresis:
-                scale = _f32(scale * self._backoff_factor)
-                if self._min_scale is not None and scale < self._min_scale:
-                    scale = self._min_scale
-        else:
-            if self._consecutive:
-                self._overflows_counted = 0        # consecutive_hysteresis=True: a clean step refills the count
-            successful = self._growth_tracker + 1
-            if successful == self._growth_interval:
-                grown = _f32(scale * self._growth_factor)
-                if math.isfinite(grown):
-                    scale = grown if self._max_scale is None or grown < self._max_scale else self._max_scale
-                self._growth_tracker = 0
-                self._overflows_counted = 0        # DeepSpeed's default: only growing refills it
-            else:
-                self._growth_tracker = successful
-        return scale
+        state = self._rule.adjust(self.rule_state, found_inf)
+        self._growth_tracker, self._overflows_counted = state.growth_tracker, state.overflows_counted
+        return state.scale
 
     def state_dict(self) -> dict[str, Any]:
         """torch's five keys (so ``torch.amp.GradScaler.load_state_dict`` accepts it) plus ampkit's extras;
@@ -291,15 +253,15 @@ class DynamicLossScaler(_ScalerBase):
             return {}
         return {                                 # at any stage, silently, as torch's
             "scale": self.get_scale(),
-            "growth_factor": self._growth_factor,
-            "backoff_factor": self._backoff_factor,
-            "growth_interval": self._growth_interval,
+            "growth_factor": self._rule.growth_factor,
+            "backoff_factor": self._rule.backoff_factor,
+            "growth_interval": self._rule.growth_interval,
             "_growth_tracker": self._growth_tracker,
-            "hysteresis": self._hysteresis,
-            "consecutive_hysteresis": self._consecutive,
+            "hysteresis": self._rule.hysteresis,
+            "consecutive_hysteresis": self._rule.consecutive_hysteresis,
             "_overflows_counted": self._overflows_counted,
-            "min_scale": self._min_scale,
-            "max_scale": self._max_scale,
+            "min_scale": self._rule.min_scale,
+            "max_scale": self._rule.max_scale,
         }
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -327,16 +289,15 @@ class DynamicLossScaler(_ScalerBase):
         # validate everything on a scratch instance before touching self
         probe = DynamicLossScaler(
             init_scale=d["scale"], growth_factor=d["growth_factor"], backoff_factor=d["backoff_factor"],
-            growth_interval=d["growth_interval"], hysteresis=d.get("hysteresis", self._hysteresis),
-            consecutive_hysteresis=d.get("consecutive_hysteresis", self._consecutive),
-            min_scale=d.get("min_scale", self._min_scale), max_scale=d.get("max_scale", self._max_scale),
+            growth_interval=d["growth_interval"], hysteresis=d.get("hysteresis", self._rule.hysteresis),
+            consecutive_hysteresis=d.get("consecutive_hysteresis", self._rule.consecutive_hysteresis),
+            min_scale=d.get("min_scale", self._rule.min_scale), max_scale=d.get("max_scale", self._rule.max_scale),
             record_history=False)
         tracker = check_int("state_dict['_growth_tracker']", d["_growth_tracker"], minimum=0)
         counted = check_int("state_dict['_overflows_counted']",
                             d.get("_overflows_counted", d.get("_overflows_in_a_row", 0)), minimum=0)
-        for attr in _SETTINGS:
-            setattr(self, attr, getattr(probe, attr))
+        self._rule = probe.rule
         self._growth_tracker = tracker
         self._overflows_counted = counted
         scale = float(d["scale"])
-        self._set_scale(_f32(scale) if self._materialised else scale)
+        self._set_scale(f32(scale) if self._materialised else scale)

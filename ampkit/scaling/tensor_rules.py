@@ -24,7 +24,7 @@ import numbers
 from typing import Any
 
 from ampkit._util import check_int
-from ampkit.scaling.base import _f32
+from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.rules import _f32_setting, _StoredScale
 
 __all__ = ["PaddleGradScalerRule", "MindSporeFunctionalRule", "KerasLossScaleRule", "TFKeras2LossScaleRule",
