@@ -1,12 +1,23 @@
 # ampkit — the two commands: `make lab` (open the notebooks) and `make test` (run every test).
 # Both create .venv if missing and install what is missing; a second run skips what is installed.
 PYTHON ?= python3
-VENV   ?= .venv
+# LATEST=1: the newest versions the index serves, in a venv of their own and without constraints.txt (an upgrade:
+# `make test LATEST=1`, then `make lock LATEST=1`, then commit constraints.txt; README, "For developers").
+LATEST ?=
+VENV   ?= $(if $(LATEST),.venv-latest,.venv)
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.ampkit-installed
+TEST_STAMP := $(VENV)/.ampkit-test-installed
+# what `make test` adds to the runtime (`make lab` installs none of it); offline, the wheelhouse holds `test` only
+TEST_EXTRAS ?= test,browser,lint
 # torch goes in first and pinned to the tested release (written once, in ampkit/_version.py): a bare `torch` (or
 # an open range with none installed) can pull a multi-GB CUDA build. `make lab TORCH=` keeps a learner's own build.
 TORCH  ?= torch==$(shell sed -n 's/^TORCH_TESTED = "\(.*\)"/\1/p' ampkit/_version.py)
+# constraints.txt: every package at the version `make test` last passed with (`make lock` writes it). Every pip
+# install below passes it; with TORCH= its torch line is left out (a copy in the venv), so pip keeps that build.
+CONSTRAINTS ?= constraints.txt
+PIN_FILE = $(if $(TORCH),$(CONSTRAINTS),$(VENV)/constraints-own-torch.txt)
+PINS = $(if $(LATEST),--upgrade --upgrade-strategy eager,-c $(PIN_FILE))
 LAB_ARGS ?=
 # the folder JupyterLab opens: notebooks/ (with outputs, for self-learners) or workshop/ (`make workshop`'s learner copies)
 LAB_ROOT ?= notebooks
@@ -14,50 +25,69 @@ LAB_ROOT ?= notebooks
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 
-.PHONY: lab test test-loaded install doctor notebooks bench clean check-python
+.DEFAULT_GOAL := help
+.PHONY: help lab test test-loaded install install-test lock doctor notebooks bench clean check-python
 
-check-python:
+# `make` alone: every target with its `## ` comment, one line each (read from the Makefile and make/*.mk).
+help: ## this list
+	@echo "ampkit: make TARGET [VAR=value ...] (README.md; workshop: docs/instructor-guide.md)"
+	@awk -F ':[^#]*## ' '/^[a-z][a-z-]*:[^=]*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+check-python: ## stop with one line unless PYTHON is Python >= 3.10 with venv
 	@$(PYTHON) -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1 || { \
 	  if command -v $(PYTHON) >/dev/null 2>&1; then found="$$($(PYTHON) --version 2>&1 | head -n 1)"; else found="not found"; fi; \
 	  echo "ampkit needs Python >= 3.10 with venv; '$(PYTHON)' is: $$found. Install Python 3.10+, or point make at one: make PYTHON=python3.11 lab"; exit 1; }
 
 # PIP_INSTALL (make/offline.mk) is `pip install`, or with WHEELS=wheelhouse an install from that folder, no network.
-$(STAMP): pyproject.toml ampkit/_version.py | check-python
+$(STAMP): pyproject.toml ampkit/_version.py $(if $(LATEST),,$(CONSTRAINTS)) | check-python
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@if [ -n "$(TORCH)" ]; then $(PIP_INSTALL) -q "$(TORCH)"; fi
-	$(PIP_INSTALL) -q -e ".[test]"
+	@$(if $(or $(LATEST),$(TORCH)),,grep -v '^torch==' $(CONSTRAINTS) > $(PIN_FILE))
+	@if [ -n "$(TORCH)" ]; then $(PIP_INSTALL) -q $(PINS) "$(TORCH)"; fi
+	$(PIP_INSTALL) -q $(PINS) -e .
 	@# compile notebook 04's graph-sink step once now, not in front of the class (measured ~14-16 s cold, ~4 s warm on a 2-core CPU)
 	$(BIN)/python -m ampkit warmup || echo "warmup skipped: notebook 04 will compile on first use"
 	@touch $@
 
-install: $(STAMP)
+# the extras `make test` needs (pyproject.toml: test, browser, lint), on top of the runtime
+$(TEST_STAMP): $(STAMP)
+	$(PIP_INSTALL) -q $(PINS) -e ".[$(TEST_EXTRAS)]"
+	@touch $@
 
-lab: $(STAMP)
+install: $(STAMP) ## create .venv and install the kit and its runtime (what `make lab` needs)
+
+install-test: $(TEST_STAMP) ## install also the test, browser and lint extras (what `make test` needs)
+
+lab: $(STAMP) ## open JupyterLab on notebooks/ (LAB_ROOT=workshop: the learner copies)
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=$(LAB_ROOT) $(ALLOW_ROOT) $(LAB_ARGS)
 
-test: $(STAMP)
+test: $(TEST_STAMP) ## ruff, then every test (LATEST=1: against the newest versions, in .venv-latest)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Nothing a learner sees may depend on timing: the browser suite three times in a row with both cores kept busy
 # by two busy-loop processes (started and stopped by tests/browser/busyload.py). Green every time, or it's a bug.
-test-loaded: $(STAMP)
+test-loaded: $(TEST_STAMP) ## the browser suite 3 times with both cores kept busy
 	@for i in 1 2 3; do echo "== browser suite under load (2 busy processes), run $$i of 3"; \
 	  AMPKIT_BUSY_LOAD=2 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS) || exit 1; done
 
-doctor: $(STAMP)
+doctor: $(STAMP) ## is this machine ready? (Python, torch, widgets, device)
 	$(BIN)/python -m ampkit doctor
 
 # Re-execute every notebook top to bottom in a fresh kernel and save it with outputs, widget state stripped.
-notebooks: $(STAMP)
+notebooks: $(TEST_STAMP) ## re-execute and save every notebook
 	$(BIN)/python -m ampkit._nbtools execute notebooks/[0-9][0-9]_*.ipynb
 
-bench: $(STAMP)
+bench: $(TEST_STAMP) ## every benchmark but the hub's (speed targets as ratios)
 	@# bench_hub.py starts a JupyterHub for minutes and needs the hub extra: `make bench-hub` runs it on its own
 	@for b in $(filter-out benchmarks/bench_hub.py,$(wildcard benchmarks/bench_*.py)); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 # Workshop and classroom targets, one file each: present/workshop, wheelhouse (offline room), hub (one server).
 include make/workshop.mk make/offline.mk make/hub.mk
 
-clean:
-	rm -rf $(VENV) .cache artifacts .pytest_cache build *.egg-info
+# constraints.txt from this venv (LATEST=1: from .venv-latest, after `make test LATEST=1` passed there)
+lock: ## write constraints.txt: the exact version of every package in .venv (LATEST=1: .venv-latest)
+	@test -x $(BIN)/python || { echo "make lock: no $(VENV) yet; make test$(if $(LATEST), LATEST=1) first"; exit 1; }
+	$(BIN)/python -m ampkit.classroom.lock -o $(CONSTRAINTS)
+
+clean: ## remove the venvs, caches and build outputs
+	rm -rf .venv .venv-latest $(VENV) .cache artifacts .pytest_cache build *.egg-info

@@ -16,40 +16,34 @@ notebook                    modules
 every notebook              ``exercises`` (self-checks, hidden solutions), ``widgets`` (the views)
 ==========================  ======================================================================
 
-The top level re-exports one or two names per notebook — the call a learner makes first in each lesson — so
-that ``import ampkit`` is enough to start; everything else is reached through its module
-(``ampkit.formats.ulp``, ``ampkit.scaling.replay``...). Widgets live in ``ampkit.widgets``, the only part that
-imports ipywidgets; ``import ampkit`` loads neither ipywidgets nor matplotlib and changes no global state.
+The top level is lazy (PEP 562): ``import ampkit`` loads only ``ampkit._version``; a module named above loads on
+first use, as an attribute (``ampkit.formats.ulp``) or an import (``from ampkit import formats``). No notebook
+calls a top-level function (each imports its module), so the top level re-exports none: its names are the modules
+and ``__version__``. The room's tools (``ampkit.classroom``) thus import neither torch nor widgets, and run from a
+checkout before the kit is installed (``python -m ampkit.classroom.offline``). Widgets live in ``ampkit.widgets``,
+the only part that imports ipywidgets; importing the kit changes no global state.
 
 >>> import ampkit
->>> ampkit.info("fp16").max
+>>> ampkit.formats.info("fp16").max
 65504.0
 """
 from __future__ import annotations
 
-from ampkit import data, device, diagnose, exercises, formats, fp8, models, precision, scaling, sinking, timeline, train
-from ampkit._version import __version__ as __version__
-from ampkit.device import device_report
-from ampkit.exercises import check
-from ampkit.formats import classify, info, round_trip
-from ampkit.precision import apply_level, trace_dtypes
-from ampkit.scaling import DynamicLossScaler, StaticLossScaler
-from ampkit.sinking import DevicePrefetcher, compile_step, loop_sink
+import importlib
+import pkgutil
 
-__all__ = [
-    # the modules, one idea each (see the table above)
-    "data", "device", "diagnose", "exercises", "formats", "fp8", "models", "precision", "scaling", "sinking",
-    "timeline", "train",
-    # 00 · what this machine can do: supported and native 16-bit dtypes, measured speed beside them
-    "device_report",
-    # 01 · what a format does to a number: its limits, what it stores, which band a value falls in
-    "info", "round_trip", "classify",
-    # 02 · turning mixed precision on (one call per O-level) and seeing which dtype each layer ran in
-    "apply_level", "trace_dtypes",
-    # 03 · the loss scalers a training loop plugs in where torch.amp.GradScaler goes
-    "DynamicLossScaler", "StaticLossScaler",
-    # 04 · the three sinks: data (prefetch), graph (compile), loop (sync once per sink)
-    "DevicePrefetcher", "compile_step", "loop_sink",
-    # every notebook · the exercises' self-check
-    "check",
-]
+from ampkit._version import __version__ as __version__
+
+#: every public module and subpackage (no leading underscore), found on disk so that a new one needs no edit here
+__all__ = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def __getattr__(name: str):
+    """``ampkit.formats`` and the like: import the module on first use (then it is a plain attribute)."""
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; its modules: {', '.join(__all__)}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

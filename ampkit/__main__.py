@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from ampkit.doctor import main as doctor_main
-from ampkit.sinking import warm_compile_cache
-
 USAGE = """usage: python -m ampkit COMMAND
   doctor  check Python, torch, widgets, the device and its fast dtypes (notebook 00)
   warmup  compile notebook 04's graph-sink step once into the kit's compile cache (.cache/torchinductor, or
@@ -16,6 +13,8 @@ USAGE = """usage: python -m ampkit COMMAND
 def warmup() -> int:
     """Warm the kit's torch.compile cache (the folder notebook 04's compiles use, see ``ampkit.sinking.cache``);
     reports whether it was a cold compile and how long it took; never fails (eager fallback is fine)."""
+    from ampkit.sinking import warm_compile_cache  # torch: loaded by the command that needs it
+
     compiled, seconds, note = warm_compile_cache()
     print(f"{'[ OK ]' if compiled else '[WARN]'} warmup: {note} ({seconds:.1f} s)")
     return 0
@@ -24,6 +23,8 @@ def warmup() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["doctor"]:
+        from ampkit.doctor import main as doctor_main
+
         return doctor_main(args[1:])
     if args[:1] == ["warmup"]:
         return warmup()

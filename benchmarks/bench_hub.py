@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata
-import importlib.util
 import json
 import os
 import platform
@@ -37,17 +36,9 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str):
-    """ampkit/classroom/NAME.py by its path: the bench never imports ampkit itself (and torch)."""
-    path = ROOT / "ampkit" / "classroom" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"ampkit_classroom_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(ROOT))  # this checkout's kit; `import ampkit` is lazy, so the bench never imports torch
+from ampkit.classroom import hub, hub_client, kernel_ws, loadtest  # noqa: E402
 
-
-hub, loadtest, hub_client, kernel_ws = _load("hub"), _load("loadtest"), _load("hub_client"), _load("kernel_ws")
 KernelError, KernelSocket = kernel_ws.KernelError, kernel_ws.KernelSocket
 Hub, HubError = hub_client.Hub, hub_client.HubError
 

@@ -4,12 +4,13 @@ disabled and every proxy pointing at a closed port, then run `make test`'s noteb
     python benchmarks/offline_install.py [--work DIR] [--json PATH] [--makefile PATH]
 
 Steps (each timed): `make wheelhouse` into an empty folder (the download), `make wheelhouse` again (must download
-nothing new), `make install VENV=<fresh> WHEELS=<wheelhouse>` with PIP_CONFIG_FILE=/dev/null (this machine's pip
-configuration, which may name local mirrors, is ignored), PIP_NO_INDEX=1 and http(s)_proxy=http://127.0.0.1:9,
-a probe that this environment really cannot reach an index, then `pytest notebooks/` (the repository's pytest
-configuration: nbval-lax) in the fresh venv. Writes benchmarks/results/offline_install.json (the instructor guide's
-"Offline room" table is generated from it by benchmarks/render_docs.py). Heavy (a few hundred MB, minutes): not
-part of `make test`.
+nothing new), `make install-test TEST_EXTRAS=test VENV=<fresh> WHEELS=<wheelhouse>` (the runtime, then the test
+extra that the notebooks' tests need; the wheelhouse holds no browser or lint extra) with PIP_CONFIG_FILE=/dev/null
+(this machine's pip configuration, which may name local mirrors, is ignored), PIP_NO_INDEX=1 and
+http(s)_proxy=http://127.0.0.1:9, a probe that this environment really cannot reach an index, then `pytest
+notebooks/` (the repository's pytest configuration: nbval-lax) in the fresh venv. Writes
+benchmarks/results/offline_install.json (the instructor guide's "Offline room" table is generated from it by
+benchmarks/render_docs.py). Heavy (a few hundred MB, minutes): not part of `make test`.
 """
 from __future__ import annotations
 
@@ -138,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     man = json.loads((wheels / "manifest.json").read_text())
 
     env = offline_env()
-    status3, install_s, _ = run([*make, "install", f"VENV={venv}", f"WHEELS={wheels}", f"PYTHON={args.python}"],
-                                env=env, log=log)
+    status3, install_s, _ = run([*make, "install-test", "TEST_EXTRAS=test", f"VENV={venv}", f"WHEELS={wheels}",
+                                 f"PYTHON={args.python}"], env=env, log=log)
     # the control: the same environment with an index allowed must fail to reach it (-vv: pip logs why at debug level)
     probe_status, _, probe_out = run([str(venv / "bin" / "python"), "-m", "pip", "download", "-vv", "--no-deps",
                                       "--retries", "0", "--timeout", "5", "-d", str(work / "probe"),
@@ -166,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         "torch_wheel": man["torch"], "download_s": round(download_s, 1), "redownload_s": round(redownload_s, 1),
         "second_run_ok": status2 == 0, "second_run_new_files": new_files,
         "install_s": round(install_s, 1), "install_ok": status3 == 0,
-        "install": f"make install VENV=<fresh> WHEELS=<wheelhouse> (venv, pip --no-index --find-links, editable kit, "
-                   f"warmup) with {args.makefile.name}",
+        "install": f"make install-test TEST_EXTRAS=test VENV=<fresh> WHEELS=<wheelhouse> (venv, pip --no-index "
+                   f"--find-links -c constraints.txt, editable kit, warmup) with {args.makefile.name}",
         "offline_env": {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "https_proxy": CLOSED_PROXY,
                         "other PIP_* variables": "removed"},
         "network_probe_blocked": blocked, "torch_installed": torch_out.strip().splitlines()[-1] if torch_out else "",

@@ -1,13 +1,13 @@
 # make wheelhouse and make lab WHEELS=wheelhouse (an offline room; docs/instructor-guide.md, "Offline room")
 #
-#   make wheelhouse                 every wheel the kit needs (runtime + test extra + the build backend, torch pinned
+#   make wheelhouse                 every wheel the kit needs (runtime + test extra + the build backend, at constraints.txt's versions, torch pinned
 #                                   to TORCH_TESTED) for THIS Python and platform, into $(WHEELHOUSE)/ (git-ignored),
 #                                   with requirements.txt and manifest.json; a second run downloads nothing new
 #   make lab WHEELS=wheelhouse      install from that folder with no network (pip --no-index --find-links)
 #   python benchmarks/offline_install.py   the proof: wheelhouse, fresh venv with the index disabled, notebook tests
 #
-# Logic (requirements, manifest, pip's error -> one-line hint) lives in ampkit/classroom/offline.py, run as a script:
-# it needs neither torch nor the kit installed.
+# Logic (requirements, manifest, pip's error -> one-line hint) lives in ampkit.classroom.offline, run with -m from the
+# checkout: it needs neither torch nor the kit installed (`import ampkit` loads no subpackage until one is used).
 WHEELHOUSE ?= wheelhouse
 WHEELS ?=
 # extras besides the test extra, e.g. `make wheelhouse WHEELHOUSE_EXTRAS=hub` for a hub in a room with no network
@@ -15,7 +15,7 @@ WHEELHOUSE_EXTRAS ?=
 # PyPI's torch for Linux is the CUDA build (torch 2.13.0: ~0.5 GB plus ~2 GB of nvidia-*/cuda-* wheels it requires);
 # the CPU wheels are on PyTorch's own index. Elsewhere PyPI's wheel is used. `make wheelhouse TORCH_INDEX=` = PyPI's.
 TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s)),https://download.pytorch.org/whl/cpu)
-OFFLINE := ampkit/classroom/offline.py
+OFFLINE := -m ampkit.classroom.offline
 # The Makefile's $(STAMP) recipe installs with $(PIP_INSTALL): plain `pip install`, or, with WHEELS set, pip with
 # --no-index --find-links $(WHEELS) run through offline.py, which adds the kit's one-line hint when a wheel is missing.
 PIP_INSTALL = $(BIN)/python $(if $(WHEELS),$(OFFLINE) pip $(WHEELS) install --no-index --find-links $(WHEELS),-m pip install)
@@ -24,11 +24,12 @@ PIP_INSTALL = $(BIN)/python $(if $(WHEELS),$(OFFLINE) pip $(WHEELS) install --no
 
 # torch first, from TORCH_INDEX (the CPU build); the `pip wheel -r` after it finds that wheel in the folder (a local
 # version such as 2.13.0+cpu ranks above 2.13.0) and keeps it, so no CUDA wheels come in.
-wheelhouse: | check-python
+wheelhouse: | check-python ## every wheel for an offline room, into wheelhouse/ (docs/instructor-guide.md)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(if $(or $(LATEST),$(TORCH)),,grep -v '^torch==' $(CONSTRAINTS) > $(PIN_FILE))
 	$(BIN)/python $(OFFLINE) requirements --torch "$(TORCH)" $(foreach e,$(WHEELHOUSE_EXTRAS),--extra $(e)) \
 	  -o $(WHEELHOUSE)/requirements.txt
-	$(if $(TORCH),$(BIN)/python -m pip wheel -q --no-deps -w $(WHEELHOUSE) \
+	$(if $(TORCH),$(BIN)/python -m pip wheel -q --no-deps $(PINS) -w $(WHEELHOUSE) \
 	  $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) )"$(TORCH)")
-	$(BIN)/python -m pip wheel -q -w $(WHEELHOUSE) --find-links $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.txt
+	$(BIN)/python -m pip wheel -q $(PINS) -w $(WHEELHOUSE) --find-links $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.txt
 	$(BIN)/python $(OFFLINE) manifest $(WHEELHOUSE)

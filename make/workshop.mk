@@ -10,8 +10,8 @@ FORCE ?=
 
 .PHONY: present workshop
 
-present: $(STAMP)
+present: $(TEST_STAMP) ## Voila dashboards of the notebooks (NB=03: one notebook)
 	$(BIN)/python -m ampkit.classroom.present $(NB) $(PRESENT_ARGS)
 
-workshop: $(STAMP)
+workshop: $(STAMP) ## workshop/: learner copies, outputs cleared, solutions hidden
 	$(BIN)/python -m ampkit.classroom.copies $(if $(FORCE),--force)

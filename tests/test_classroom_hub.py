@@ -188,7 +188,8 @@ def test_missing_extras_message(tmp_path):
 
 def _kit_copy(tmp_path) -> Path:
     """The make files and the hub module in a scratch folder, with an installed-looking venv that lacks the hub."""
-    for rel in ["Makefile", "pyproject.toml", "ampkit/_version.py", "ampkit/classroom/hub.py",
+    for rel in ["Makefile", "pyproject.toml", "constraints.txt", "ampkit/__init__.py", "ampkit/_version.py",
+                "ampkit/classroom/__init__.py", "ampkit/classroom/hub.py",
                 *[str(p.relative_to(ROOT)) for p in (ROOT / "make").glob("*.mk")]]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
@@ -216,27 +217,29 @@ def test_make_hub_plan(tmp_path):
     kit = _kit_copy(tmp_path)
     plan = subprocess.run(["make", "-n", "hub", "VENV=fakevenv", "HUB_IP=0.0.0.0", "HUB_IDLE_TIMEOUT=900"],
                           cwd=kit, capture_output=True, text=True, timeout=60).stdout
-    assert plan.index("hub.py check") < plan.index("workshop") < plan.index("jupyterhub -f hub/jupyterhub_config.py")
+    assert (plan.index("-m ampkit.classroom.hub check") < plan.index("workshop")
+            < plan.index("jupyterhub -f hub/jupyterhub_config.py"))
     assert "AMPKIT_HUB_IP=0.0.0.0" in plan and "AMPKIT_HUB_IDLE_TIMEOUT=900" in plan
     default = subprocess.run(["make", "-n", "hub", "VENV=fakevenv"], cwd=kit, capture_output=True, text=True,
                              timeout=60).stdout
     assert "AMPKIT_HUB_IP=127.0.0.1" in default
     install = subprocess.run(["make", "-n", "hub-install", "VENV=fakevenv"], cwd=kit, capture_output=True,
                              text=True, timeout=60).stdout
-    assert 'pip install -q -e ".[hub]"' in install and "--prefix fakevenv/hub-node configurable-http-proxy@5" in install
+    assert 'pip install -q -c constraints.txt -e ".[hub]"' in install
+    assert "--prefix fakevenv/hub-node configurable-http-proxy@5" in install
 
 
 def test_hub_module_cli(tmp_path):
     empty = tmp_path / "venv"
     empty.mkdir()
-    out = subprocess.run([sys.executable, str(ROOT / "ampkit" / "classroom" / "hub.py"), "check", "--venv",
-                          str(empty)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "ampkit.classroom.hub", "check", "--venv", str(empty)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "make hub-install" in out.stderr and "Traceback" not in out.stderr
-    bad = subprocess.run([sys.executable, str(ROOT / "ampkit" / "classroom" / "hub.py"), "check"], cwd=ROOT,
+    bad = subprocess.run([sys.executable, "-m", "ampkit.classroom.hub", "check"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, env={**os.environ, "AMPKIT_HUB_PORT": "x"})
     assert bad.returncode == 2 and "make hub: AMPKIT_HUB_PORT='x'" in bad.stderr and "Traceback" not in bad.stderr
-    out = subprocess.run([sys.executable, str(ROOT / "ampkit" / "classroom" / "hub.py"), "settings"],
-                         capture_output=True, text=True, timeout=60, env={**os.environ, "AMPKIT_HUB_PORT": "8123"})
+    out = subprocess.run([sys.executable, "-m", "ampkit.classroom.hub", "settings"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "AMPKIT_HUB_PORT": "8123"})
     assert json.loads(out.stdout)["bind_url"] == "http://127.0.0.1:8123/"
 
 

@@ -60,16 +60,12 @@ def test_cleanup_runs_every_step_last_first_even_on_errors_and_sigterm():
 
 
 def test_new_modules_import_neither_jupyterhub_nor_torch():
-    code = ("import importlib.util, sys\n"
-            "for name in ('hub', 'loadtest', 'hub_client'):\n"
-            f"    path = {str(ROOT / 'ampkit' / 'classroom')!r} + '/' + name + '.py'\n"
-            "    spec = importlib.util.spec_from_file_location('m_' + name, path)\n"
-            "    mod = importlib.util.module_from_spec(spec); sys.modules[spec.name] = mod\n"
-            "    spec.loader.exec_module(mod)\n"
-            "print(sorted(m for m in ('ampkit', 'torch', 'jupyterhub', 'psutil') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    code = ("import sys\n"
+            "from ampkit.classroom import hub, hub_client, kernel_ws, loadtest\n"
+            "print(sorted(m for m in ('torch', 'jupyterhub', 'psutil', 'ipywidgets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"      # loaded by path, as bench_hub.py and hub/jupyterhub_config.py do
+    assert out.stdout.strip() == "[]"      # imported as bench_hub.py and hub/jupyterhub_config.py do
 
 
 # a stand-in for `jupyterhub -f CONFIG`: it reads the load test's token from CONFIG, answers GET /hub/api/ with it

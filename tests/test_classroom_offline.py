@@ -171,15 +171,15 @@ def test_a_wheelhouse_missing_a_wheel_shows_pips_error_and_the_hint(tmp_path):
     wheels.mkdir()
     _wheel(wheels, "ampkit-demo", requires=["ampkit-demo-dep>=1"])
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
-    cmd = [sys.executable, str(ROOT / "ampkit" / "classroom" / "offline.py"), "pip", str(wheels),
+    cmd = [sys.executable, "-m", "ampkit.classroom.offline", "pip", str(wheels),
            "--python", str(venv / "bin" / "python"), "install", *offline.index_args(str(wheels)), "ampkit-demo"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_isolated_env())
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=_isolated_env())
     assert out.returncode != 0
     assert "No matching distribution found for ampkit-demo-dep>=1" in out.stderr  # pip's own error, shown
     hints = [line for line in out.stderr.splitlines() if line.startswith("ampkit: ")]
     assert len(hints) == 1 and "lacks a wheel for ampkit-demo-dep>=1" in hints[0] and "make wheelhouse" in hints[0]
     _wheel(wheels, "ampkit-demo-dep", "1.2")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_isolated_env())
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env=_isolated_env())
     assert out.returncode == 0, out.stderr
     assert "ampkit:" not in out.stderr
     assert list(venv.glob("lib/python*/site-packages/ampkit_demo_dep-1.2.dist-info"))
@@ -189,7 +189,7 @@ def test_a_wheelhouse_missing_a_wheel_shows_pips_error_and_the_hint(tmp_path):
 def _make_n(tmp_path, *args):
     if not shutil.which("make"):
         pytest.skip("make not installed")
-    for name in ("Makefile", "pyproject.toml", "ampkit/_version.py", *[f"make/{p.name}" for p in
+    for name in ("Makefile", "pyproject.toml", "constraints.txt", "ampkit/_version.py", *[f"make/{p.name}" for p in
                                                                         (ROOT / "make").glob("*.mk")]):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
@@ -205,7 +205,7 @@ def test_make_wheelhouse_gets_the_cpu_torch_first_then_everything_else(tmp_path)
     if os.uname().sysname == "Linux":
         assert "--index-url https://download.pytorch.org/whl/cpu" in plan
     rest = plan.index("-r wheelhouse/requirements.txt")
-    assert plan.index("--no-deps") < rest < plan.index("offline.py manifest wheelhouse")
+    assert plan.index("--no-deps") < rest < plan.index("ampkit.classroom.offline manifest wheelhouse")
     assert "--find-links wheelhouse" in plan[plan.rfind("\n", 0, rest):rest]  # keeps the torch it has
     assert "--index-url" not in _make_n(tmp_path, "wheelhouse", "TORCH_INDEX=")
     assert "--no-deps" not in _make_n(tmp_path, "wheelhouse", "TORCH=")  # a learner's own torch: pyproject's range
@@ -215,7 +215,7 @@ def test_make_install_from_a_wheelhouse_uses_no_index_on_both_pip_lines(tmp_path
     plan = _make_n(tmp_path, "install", "WHEELS=wheelhouse", "VENV=v")
     lines = [line for line in plan.splitlines() if "pip" in line and "install" in line]
     assert len(lines) == 2 and all("install --no-index --find-links wheelhouse" in line for line in lines)
-    assert all("offline.py pip wheelhouse" in line for line in lines)  # the hint on failure
+    assert all("-m ampkit.classroom.offline pip wheelhouse" in line for line in lines)  # the hint on failure
     assert "--no-index" not in _make_n(tmp_path, "install", "VENV=v")  # without WHEELS: the network, as before
 
 

@@ -23,8 +23,9 @@ def _pyproject():
 
 
 def test_environment_yml_matches_pyproject():
+    """The conda alternative to `make lab`: the runtime dependencies, none of the extras."""
     project = _pyproject()["project"]
-    wanted = {_name(r) for r in project["dependencies"]} | {_name(r) for r in project["optional-dependencies"]["test"]}
+    wanted = {_name(r) for r in project["dependencies"]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     assert "conda-forge" in env["channels"]
     conda = set()
@@ -64,7 +65,7 @@ def _make_dry_run(tmp_path, *args):
         import pytest
         pytest.skip("make not installed")
     (tmp_path / "ampkit").mkdir(exist_ok=True)
-    for name in ("Makefile", "pyproject.toml", "ampkit/_version.py"):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)  # the Makefile includes make/*.mk
     out = subprocess.run(["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -76,9 +77,21 @@ def test_make_installs_the_tested_torch_first(tmp_path):
     from ampkit._version import TORCH_TESTED
 
     plan = _make_dry_run(tmp_path, "install")
-    torch_line = f'pip install -q "torch=={TORCH_TESTED}"'
-    assert torch_line in plan and plan.index(torch_line) < plan.index('pip install -q -e ".[test]"')
-    assert "pip install -q \"torch" not in _make_dry_run(tmp_path, "install", "TORCH=")  # a learner's own torch
+    torch_line = f'pip install -q -c constraints.txt "torch=={TORCH_TESTED}"'
+    assert torch_line in plan and plan.index(torch_line) < plan.index("pip install -q -c constraints.txt -e .")
+    own = _make_dry_run(tmp_path, "install", "TORCH=")  # a learner's own torch: not installed, nor pinned
+    assert '"torch' not in own and "grep -v '^torch==' constraints.txt" in own
+
+
+def test_make_lab_installs_the_runtime_and_make_test_the_three_extras(tmp_path):
+    extras = _pyproject()["project"]["optional-dependencies"]
+    assert {"test", "browser", "lint"} <= set(extras)
+    assert "ruff" in map(_name, extras["lint"]) and "playwright" in map(_name, extras["browser"])
+    assert not {"ruff", "playwright", "pytest"} & {_name(r) for r in _pyproject()["project"]["dependencies"]}
+    lab = _make_dry_run(tmp_path, "lab")
+    assert "pip install -q -c constraints.txt -e .\n" in lab and ".[" not in lab   # no extra for a learner
+    test = _make_dry_run(tmp_path, "test")
+    assert 'pip install -q -c constraints.txt -e ".[test,browser,lint]"' in test
 
 
 def test_make_test_lints_then_runs_pytest(tmp_path):
@@ -120,7 +133,7 @@ def test_make_refuses_old_python_with_one_clear_line(tmp_path):
     fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Python 3.9.2"; exit 0; fi\nexit 1\n')
     fake.chmod(0o755)
     (tmp_path / "ampkit").mkdir()
-    for name in ("Makefile", "pyproject.toml", "ampkit/_version.py"):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)  # the Makefile includes make/*.mk
     out = subprocess.run(["make", f"PYTHON={fake}", "test"], cwd=tmp_path, capture_output=True, text=True, timeout=60)

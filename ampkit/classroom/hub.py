@@ -3,7 +3,8 @@ check. It serves every notebook (``notebooks/``, or the learner copies in ``work
 ``make workshop`` made them); the operator's notes are ``hub/README.md``, the config ``hub/jupyterhub_config.py``.
 
 Standard library only at import time (nbformat is imported by the copy, JupyterHub never): the hub config and
-``make hub`` load this file by its path, so that the hub process does not import ``ampkit`` (and torch) at all.
+``make hub`` import it as ``ampkit.classroom.hub``, and since ``import ampkit`` is lazy the hub process never
+imports torch or widgets.
 The load test (``benchmarks/bench_hub.py``) has modules of its own: ``loadtest.py`` (its statistics and clean-up)
 and ``hub_client.py`` (a hub process and its REST API).
 
@@ -298,12 +299,12 @@ def missing_message(missing: list[str], venv: str = ".venv", node_prefix: str | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python ampkit/classroom/hub.py check [--venv .venv] [--node-prefix DIR]``: exit 2 with what to install
+    """``python -m ampkit.classroom.hub check [--venv .venv] [--node-prefix DIR]``: exit 2 with what to install
     when the hub's extras are missing, or what is wrong with the ``AMPKIT_HUB_*`` settings. ``... settings``: the
     resolved settings as JSON."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="ampkit/classroom/hub.py", description=main.__doc__)
+    p = argparse.ArgumentParser(prog="python -m ampkit.classroom.hub", description=main.__doc__)
     p.add_argument("command", choices=("check", "settings"))
     p.add_argument("--venv", default=".venv")
     p.add_argument("--node-prefix", default=None)

@@ -4,7 +4,7 @@ servers and accounts made and removed through it. Used by ``benchmarks/bench_hub
 JupyterHub on one machine, ``hub/README.md``) and no notebook of its own.
 
 Standard library only at import time (``psutil``, from the ``hub`` extra, is imported when a hub's processes are
-looked at): the load test loads this file by its path, so that it never imports ``ampkit`` (and torch).
+looked at): the load test imports it, and with it the lazy ``ampkit`` package, without importing torch.
 
 >>> 1024 <= free_port() <= 65535
 True

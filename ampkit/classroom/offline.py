@@ -3,17 +3,18 @@ with no network. Serves every notebook in ``notebooks/`` (it installs what they 
 the "Offline room" section of ``docs/instructor-guide.md``.
 
 - ``make wheelhouse`` writes ``wheelhouse/requirements.txt`` (:func:`requirements`: pyproject's runtime and test
-  dependencies, torch pinned to ``TORCH_TESTED``, the build backend for the editable install), has ``pip wheel``
-  fill the folder, then writes ``wheelhouse/manifest.json`` (:func:`manifest`: which Python and platform, every
-  wheel and its size, whether torch is a CPU build, the oldest glibc its Linux wheels run on: :func:`glibc_floor`).
+  dependencies, not the browser or lint extras; torch pinned to ``TORCH_TESTED``; the build backend for the
+  editable install), has ``pip wheel`` fill the folder at constraints.txt's versions, then writes
+  ``wheelhouse/manifest.json`` (:func:`manifest`: which Python and platform, every wheel and its size, whether
+  torch is a CPU build, the oldest glibc its Linux wheels run on: :func:`glibc_floor`).
 - ``make lab WHEELS=wheelhouse`` runs pip with :func:`index_args` (``--no-index --find-links wheelhouse``) through
   :func:`run_pip`, which shows pip's own output and, when pip fails, adds one line (:func:`hint`): which wheel is
   missing and which command makes it (:func:`missing_requirements` reads pip's error).
 - The learner image (repo2docker: environment.yml, then ``postBuild``): :func:`conda_to_pip` and :func:`image_steps`
   give its install steps for a plain venv (benchmarks/learner_image_check.py runs them).
 
-The Makefile runs this file as a script (``python ampkit/classroom/offline.py ...``) so that it works before the kit
-and torch are installed: standard library only, no import of ``ampkit``.
+The Makefile runs it from the checkout (``python -m ampkit.classroom.offline ...``) so that it works before the kit
+and torch are installed: standard library only, and ``import ampkit`` is lazy (it loads no engine module).
 
 >>> index_args("wheelhouse")
 ['--no-index', '--find-links', 'wheelhouse']
@@ -106,10 +107,9 @@ def requirements(pyproject_text: str, torch: str = "", extras: tuple[str, ...] =
     WHEELHOUSE_EXTRAS=hub`` adds the hub's), build backend; ``torch`` (e.g. the Makefile's ``torch==2.13.0``)
     replaces pyproject's torch range, so the wheelhouse has the tested release.
 
-    A Python-version marker is dropped (``tomli>=2.0; python_version < '3.11'`` -> ``tomli>=2.0``): environment.yml
-    names the same packages for conda, which has no markers, so the learner image installs tomli on every Python,
-    and the wheelhouse serves that install too (benchmarks/learner_image_check.py). ``pip install -e .[test]``
-    still follows pyproject's markers.
+    A Python-version marker is dropped (``tomli>=2.0; python_version < '3.11'`` -> ``tomli>=2.0``): a wheelhouse
+    made on one Python then also serves an install on another (the wheel is pure Python). ``pip install -e
+    .[test]`` still follows pyproject's markers.
 
     >>> reqs = requirements('[project]\ndependencies = ["torch>=2.13", "tomli>=2; python_version < \'3.11\'"]\n'
     ...                     '[build-system]\nrequires = ["setuptools>=68"]\n', torch="torch==2.13.0", extras=())
@@ -327,7 +327,7 @@ def run_pip(wheels: str, pip_args: list[str], python: str | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python ampkit/classroom/offline.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m ampkit.classroom.offline", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     req = sub.add_parser("requirements", help="write the wheelhouse's requirements.txt")
     req.add_argument("--torch", default="", help="torch pin replacing pyproject's range, e.g. torch==2.13.0")

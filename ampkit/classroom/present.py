@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"present: {e}", file=sys.stderr)
         return 2
     if importlib.util.find_spec("voila") is None:
-        print(f"present: Voilà is not installed in {sys.executable}. `make install` installs it with the kit's "
-              "test extras (or: pip install voila).", file=sys.stderr)
+        print(f"present: Voilà is not installed in {sys.executable}. `make install-test` installs it with the "
+              "kit's test extra (or: pip install voila).", file=sys.stderr)
         return 2
     if not _port_free(args.ip, args.port):
         print(f"present: port {args.port} on {args.ip} is in use (another `make present` still running?). Stop it, "
