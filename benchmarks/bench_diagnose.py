@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 import warnings
 from contextlib import nullcontext
 from pathlib import Path
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from _timing import interleaved  # noqa: E402
 
 from ampkit.diagnose import NonFiniteHunter, watch  # noqa: E402
 from ampkit.models import MLP  # noqa: E402
@@ -82,21 +82,17 @@ def measure(shape, batch: int, rounds: int, steps: int) -> dict:
     lazy = watch(step, model, opt, scaler, snapshot="lazy")
     runs = {"plain": (step, nullcontext), "watch (full)": (full, nullcontext), "watch (lazy)": (lazy, nullcontext),
             "hunter": (step, lambda: NonFiniteHunter(model)), "detect_anomaly": (step, _anomaly)}
-    for fn, ctx in runs.values():        # warm-up: first calls allocate
-        for _ in range(2):
-            with ctx():
-                fn(x, y)
-    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    for _ in range(rounds):
-        for name, (fn, ctx) in runs.items():
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                with ctx():
-                    fn(x, y)
-            times[name].append((time.perf_counter() - t0) / steps)
+    def one_step(fn, ctx) -> None:
+        with ctx():
+            fn(x, y)
+
+    # two warm-up calls each (first calls allocate), then ``rounds`` rounds of ``steps`` steps of each variant
+    times = interleaved({name: (lambda fn=fn, ctx=ctx: one_step(fn, ctx)) for name, (fn, ctx) in runs.items()},
+                        rounds, warmup=2, inner=steps)
     assert not full.findings and not lazy.findings, "the benchmark's steps must stay finite"
-    out = {v: {"ms": statistics.median(times[v]) * 1e3,
-               "ratio": _spread([t / p for t, p in zip(times[v], times["plain"])])} for v in VARIANTS}
+    plain = times["plain"].samples
+    out = {v: {"ms": times[v].median * 1e3, "ratio": _spread([t / p for t, p in zip(times[v].samples, plain)])}
+           for v in VARIANTS}
     n_state = sum(p.numel() * p.element_size() for p in model.parameters())
     out["memory"] = {"params": n_state, "full": full.snapshot_bytes, "lazy": lazy.snapshot_bytes}
     return out
@@ -108,17 +104,11 @@ def replay_cost(shape, batch: int, rounds: int) -> dict:
     bad = x.clone()
     bad[0, 0] = float("inf")
     watched = watch(step, model, opt, scaler, replays=10 ** 9)
-    plain, replayed = [], []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        step(bad, y)
-        plain.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        watched(bad, y)
-        replayed.append(time.perf_counter() - t0)
+    t = interleaved({"plain": lambda: step(bad, y), "watched": lambda: watched(bad, y)}, rounds, warmup=0)
     assert all(f.replayed and f.event is not None for f in watched.findings)
-    return {"plain_ms": statistics.median(plain) * 1e3, "watched_ms": statistics.median(replayed) * 1e3,
-            "ratio": _spread([r / p for r, p in zip(replayed, plain)]), "event": watched.findings[0].event}
+    return {"plain_ms": t["plain"].median * 1e3, "watched_ms": t["watched"].median * 1e3,
+            "ratio": _spread([r / p for r, p in zip(t["watched"].samples, t["plain"].samples)]),
+            "event": watched.findings[0].event}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ import time
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import torch  # noqa: E402
+from _timing import interleaved, paired_ratio, time_one  # noqa: E402
 from ipywidgets import Widget  # noqa: E402
 
 from ampkit.formats import classify  # noqa: E402
@@ -30,16 +31,6 @@ N = 10_000_000
 CLASSIFY_TARGET_S = 0.5
 LATENCY_TARGET_MS = 50.0
 MESSAGES_TARGET = 10   # before the browser-latency work a move sent 46-68 (one per bit button and its style)
-
-
-def median_time(fn, repeats: int = 5) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def latencies(action, values) -> list[float]:
@@ -59,15 +50,16 @@ def main() -> int:
     x = torch.randn(N, generator=g) * torch.exp2(torch.randint(-40, 20, (N,), generator=g).float())
     for fmt in ("float16", "bfloat16", "float8_e4m3fn"):
         dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}[fmt]
-        t_cls = median_time(lambda fmt=fmt: classify(x, fmt))
-        t_cast = median_time(lambda dtype=dtype: x.to(dtype))
+        t = interleaved({"classify": lambda fmt=fmt: classify(x, fmt), "cast": lambda dtype=dtype: x.to(dtype)}, 5,
+                        warmup=1)
+        t_cls, t_cast = t["classify"].median, t["cast"].median
         met = t_cls <= CLASSIFY_TARGET_S
         ok &= met
         rows.append((f"classify 1e7 float32 -> {fmt}", f"{t_cls * 1e3:.0f} ms",
-                     f"{t_cls / t_cast:.1f}x a bare cast ({t_cast * 1e3:.0f} ms)",
+                     f"{paired_ratio(t['classify'], t['cast']):.1f}x a bare cast ({t_cast * 1e3:.0f} ms)",
                      f"<= {CLASSIFY_TARGET_S * 1e3:.0f} ms: {'met' if met else 'NOT met'}"))
     x64 = x[: N // 10].double()
-    t64 = median_time(lambda: classify(x64, "float16"))
+    t64 = time_one(lambda: classify(x64, "float16"), 5).median
     rows.append(("classify 1e6 float64 -> float16", f"{t64 * 1e3:.0f} ms", "(goes through float32, as torch)", "—"))
 
     texts = [repr(1.37 ** (k - 30)) for k in range(60)]

@@ -19,6 +19,7 @@ import statistics
 import time
 
 import torch
+from _timing import interleaved
 from torch import nn
 
 from ampkit.fp8 import Fp8Recipe, amax_of, delayed_scales, dequantize, fp8_to_float, mx_exponents, quantize, to_fp8
@@ -51,19 +52,11 @@ def _step_timer(mode: str, width: int = 256, batch: int = 128):
 def bench_steps(repeats: int = 40) -> dict[str, float]:
     torch.set_num_threads(1)   # a small model on a shared machine: one thread is steadier (and as the notebook runs)
     steps = {m: _step_timer(m) for m in ("fp32", "bf16", "fp8")}
-    for s in steps.values():   # warm-up
-        for _ in range(3):
-            s()
-    times = {m: [] for m in steps}
-    for _ in range(repeats):
-        for m, s in steps.items():
-            t = time.perf_counter()
-            s()
-            times[m].append(time.perf_counter() - t)
-    med = {m: statistics.median(v) for m, v in times.items()}
-    print(f"training step (MLP 64-256x3-10, batch 128), median of {repeats}:")
-    for m, v in med.items():
-        print(f"  {m:5s} {1000 * v:7.2f} ms")
+    times = interleaved(steps, repeats, warmup=3)
+    med = {m: t.median for m, t in times.items()}
+    print(f"training step (MLP 64-256x3-10, batch 128), median of {repeats} interleaved (p90 - p10 spread):")
+    for m, t in times.items():
+        print(f"  {m:5s} {1000 * t.median:7.2f} ms  ({1000 * t.spread:.2f})")
     print(f"  fp8 (simulated) is {med['fp8'] / med['bf16']:.2f}x the bf16 step time (target <= 3x); "
           f"{med['fp8'] / med['fp32']:.2f}x the fp32 step time")
     return med
@@ -96,18 +89,6 @@ def bench_widget() -> list[float]:
     return first
 
 
-def _timed(fn, repeats: int) -> tuple[float, float]:
-    """Median and p90 - p10 spread of ``fn``'s run time, in microseconds."""
-    fn()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    ts.sort()
-    return 1e6 * statistics.median(ts), 1e6 * (ts[int(0.9 * (repeats - 1))] - ts[int(0.1 * (repeats - 1))])
-
-
 def bench_numerics(repeats: int = 200) -> dict[str, float]:
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
@@ -122,12 +103,11 @@ def bench_numerics(repeats: int = 200) -> dict[str, float]:
         "mx_exponents, TE rule (256x256)": lambda: mx_exponents(x, "e4m3", rounding="te"),
         "mx_exponents, OCP rule (256x256)": lambda: mx_exponents(x, "e4m3", rounding="ocp"),
     }
-    print(f"numerics as Transformer Engine does them, median of {repeats} (p90 - p10 spread), one thread:")
+    print(f"numerics as Transformer Engine does them, median of {repeats} interleaved (p90 - p10 spread), one thread:")
     med = {}
-    for name, fn in cases.items():
-        m, spread = _timed(fn, repeats)
-        med[name] = m
-        print(f"  {name:40s} {m:8.1f} us  ({spread:.1f})")
+    for name, t in interleaved(cases, repeats, warmup=1).items():
+        med[name] = 1e6 * t.median
+        print(f"  {name:40s} {med[name]:8.1f} us  ({1e6 * t.spread:.1f})")
     return med
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _timing import interleaved, paired_ratio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -68,27 +68,6 @@ def o1_pair(dtype: str, **cfg):
     return raw, (lambda: train_step(mp, X, y, F.cross_entropy))
 
 
-def time_interleaved(steps: dict, repeats: int, warmup: int = 2, samples: dict | None = None) -> dict[str, float]:
-    """Median seconds per step for each callable, timed round-robin (raw samples go into ``samples``)."""
-    for fn in steps.values():
-        for _ in range(warmup):
-            fn()
-    times = {k: [] for k in steps}
-    for _ in range(repeats):
-        for k, fn in steps.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    if samples is not None:
-        samples.update(times)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
-def paired_ratio(samples: dict, a: str, b: str) -> float:
-    """Median over repeats of a_i / b_i: each pair ran back to back, so both saw the same load."""
-    return statistics.median(x / y for x, y in zip(samples[a], samples[b]))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: steadier on a busy box)")
@@ -109,13 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         fns, mps = {}, {}
         for lv in LEVELS:
             fns[lv], mps[lv] = make_step(lv, dtype, **cfg)
-        t = time_interleaved(fns, reps)
+        t = {lv: timing.median for lv, timing in interleaved(fns, reps).items()}
         for lv in LEVELS:
             m = memory_report(mps[lv]).as_dict()
             rows.append((label, lv, dtype, t[lv] * 1e3, t["O0"] / t[lv], m["weights"], m["master weights"],
                          m["total"]))
     medium = dict(width=512, depth=2, batch=256, features=512)
-    t_med = time_interleaved({lv: make_step(lv, "fp16", **medium)[0] for lv in ("O0", "O1")}, 2, warmup=1)
+    t_med = {lv: timing.median for lv, timing in
+             interleaved({lv: make_step(lv, "fp16", **medium)[0] for lv in ("O0", "O1")}, 2, warmup=1).items()}
     print(f"{'model':6s} {'run':8s} {'ms/step':>9s} {'vs O0':>22s} {'weights':>10s} "
           f"{'masters':>10s} {'total (w+g+opt+masters)':>24s}")
     for label, lv, dt, ms, sp, w, mw, tot in rows:
@@ -129,18 +109,18 @@ def main(argv: list[str] | None = None) -> int:
     # ---- targets
     raw, ours = o1_pair("bf16", **big)
     o0, _ = make_step("O0", "bf16", **big)
-    samples: dict = {}
-    t = time_interleaved({"raw": raw, "O1": ours, "O0": o0}, reps * 2, samples=samples)
-    overhead = paired_ratio(samples, "O1", "raw")
-    speedup = paired_ratio(samples, "O0", "O1")
+    t = interleaved({"raw": raw, "O1": ours, "O0": o0}, reps * 2)
+    overhead = paired_ratio(t["O1"], t["raw"])
+    speedup = paired_ratio(t["O0"], t["O1"])
     raw_s, ours_s = o1_pair("fp16", **small)
-    time_interleaved({"raw": raw_s, "O1": ours_s}, reps * 4, samples=samples)
-    overhead_s = paired_ratio(samples, "O1", "raw")
+    ts = interleaved({"raw": raw_s, "O1": ours_s}, reps * 4)
+    overhead_s = paired_ratio(ts["O1"], ts["raw"])
     raw_t, ours_t = o1_pair("bf16", width=8, depth=1, batch=8, features=8)
-    tt = time_interleaved({"raw": raw_t, "O1": ours_t}, 300 if args.quick else 1000, samples=samples)
-    extra_us = statistics.median(a - b for a, b in zip(samples["O1"], samples["raw"])) * 1e6
+    tt = interleaved({"raw": raw_t, "O1": ours_t}, 300 if args.quick else 1000)
+    extra_us = statistics.median(a - b for a, b in zip(tt["O1"].samples, tt["raw"].samples)) * 1e6
     print(f"ampkit O1's own cost per step (8-wide model, where nothing else costs much): {extra_us:.1f} µs "
-          f"(raw step {tt['raw'] * 1e6:.0f} µs) = {extra_us / (t['raw'] * 1e6):.3%} of a big-model step\n")
+          f"(raw step {tt['raw'].median * 1e6:.0f} µs) = {extra_us / (t['raw'].median * 1e6):.3%} of a big-model "
+          "step\n")
     print(f"{'measurement':48s} {'value':>10s} {'target':>10s}  met")
     print(f"{'O1-bf16 ampkit / raw torch.autocast (big)':48s} {overhead:9.3f}x {'<= 1.05x':>10s}  "
           f"{'yes' if overhead <= 1.05 else 'NO'}")
@@ -150,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     verdict = ("yes" if speedup >= 3 else "NO") if native else "n/a (bf16 is not native on this CPU)"
     print(f"{'O1-bf16 speed-up over O0 (big)':48s} {speedup:9.2f}x {'>= 3x':>10s}  {verdict}")
     print(f"  (O1-bf16 measured {speed_phrase(1.0, speedup)}; native bf16 here: {native or 'no'})")
-    print(f"\n(raw {t['raw'] * 1e3:.2f} ms, ampkit O1 {t['O1'] * 1e3:.2f} ms, O0 {t['O0'] * 1e3:.2f} ms per step; "
+    print(f"\n(raw {t['raw'].median * 1e3:.2f} ms, ampkit O1 {t['O1'].median * 1e3:.2f} ms, O0 "
+          f"{t['O0'].median * 1e3:.2f} ms per step, p90-p10 spread {t['O1'].spread * 1e3:.2f} ms for O1; "
           "timings depend on the CPU and on what else runs)")
     return 0
 

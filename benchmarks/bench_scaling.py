@@ -20,6 +20,7 @@ import statistics
 import time
 
 import torch
+from _timing import Timing, interleaved, paired_ratio, time_one
 
 from ampkit.models import MLP
 from ampkit.scaling import (
@@ -67,21 +68,6 @@ def _scaler_only_timer(make_scaler, n_tensors: int = 24):
     return step
 
 
-def interleaved(a, b, repeats: int = 11, inner: int = 30) -> tuple[float, float, float, float]:
-    """Seconds per call of ``a`` and ``b``, measured alternately: (median a, median b, min a, min b)."""
-    for f in (a, b):
-        for _ in range(5):
-            f()
-    ta, tb = [], []
-    for _ in range(repeats):
-        for f, out in ((a, ta), (b, tb)):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                f()
-            out.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ta), statistics.median(tb), min(ta), min(tb)
-
-
 def widget_latencies() -> dict[str, float]:
     task = underflow_task()
     grads = capture_gradients(task.model(), task.X[:128], task.y[:128], loss_weight=task.loss_weight)
@@ -113,27 +99,16 @@ def widget_latencies() -> dict[str, float]:
 
 
 def rule_replays() -> dict[str, float]:
-    out = {}
-    for name, make in (("torch rule, 6000 clean steps", lambda: TorchGradScalerRule(init_scale=2.0**13)),
-                       ("MindSpore rule, 6000 clean steps", lambda: MindSporeDynamicRule(init_loss_scale=2.0**13))):
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            replay_flags(make(), "." * 6000)
-            times.append(time.perf_counter() - t0)
-        out[name] = statistics.median(times)
-    return out
+    """Median seconds of each rule's replay of 6000 clean steps, the two rules in turn, 5 rounds."""
+    replays = {"torch rule, 6000 clean steps": lambda: TorchGradScalerRule(init_scale=2.0**13),
+               "MindSpore rule, 6000 clean steps": lambda: MindSporeDynamicRule(init_loss_scale=2.0**13)}
+    fns = {name: (lambda make=make: replay_flags(make(), "." * 6000)) for name, make in replays.items()}
+    return {name: t.median for name, t in interleaved(fns, 5, warmup=0).items()}
 
 
-def defaults_table_times(repeats: int = 5) -> list[float]:
+def defaults_table_times(repeats: int = 5) -> Timing:
     """Seconds to build the defaults table from the presets, ``repeats`` times."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        defaults_table()
-        times.append(time.perf_counter() - t0)
-    return times
-
+    return time_one(defaults_table, repeats, warmup=0)
 
 
 def _ms_table(title: str, times: dict[str, float], target: str, value: float, limit: float) -> None:
@@ -153,15 +128,16 @@ def main() -> None:
     ours_t = lambda: DynamicLossScaler(init_scale=2.0**10)                    # noqa: E731
     torch_t = lambda: torch.amp.GradScaler("cpu", init_scale=2.0**10)         # noqa: E731
     rows = []
-    rows.append(("training step, MLP 64-256x3-10, batch 128",
-                 *interleaved(_train_step_timer(ours_t), _train_step_timer(torch_t))))
-    rows.append(("scaler calls only, 24 grad tensors",
-                 *interleaved(_scaler_only_timer(ours_t), _scaler_only_timer(torch_t), inner=200)))
-    print(f"{'per step (median of 11; min in brackets)':45s} {'ampkit':>18s} {'torch':>18s} {'ratio':>12s}")
-    for name, a, b, amin, bmin in rows:
-        print(f"{name:45s} {a * 1e3:7.3f} ({amin * 1e3:6.3f})ms {b * 1e3:7.3f} ({bmin * 1e3:6.3f})ms "
-              f"{a / b:5.2f} ({amin / bmin:4.2f})")
-    ratio = rows[0][1] / rows[0][2]
+    for name, timer, inner in (("training step, MLP 64-256x3-10, batch 128", _train_step_timer, 30),
+                               ("scaler calls only, 24 grad tensors", _scaler_only_timer, 200)):
+        t = interleaved({"ampkit": timer(ours_t), "torch": timer(torch_t)}, 11, warmup=5, inner=inner)
+        rows.append((name, t["ampkit"], t["torch"]))
+    print(f"{'per step (median of 11 rounds; min in brackets)':45s} {'ampkit':>18s} {'torch':>18s} "
+          f"{'ratio':>12s}\n(ratio: median over the rounds of ampkit / torch, each round's pair run back to back)")
+    for name, a, b in rows:
+        print(f"{name:45s} {a.median * 1e3:7.3f} ({a.min * 1e3:6.3f})ms {b.median * 1e3:7.3f} ({b.min * 1e3:6.3f})ms "
+              f"{paired_ratio(a, b):5.2f} ({a.min / b.min:4.2f})")
+    ratio = paired_ratio(rows[0][1], rows[0][2])
     print(f"target: training step ampkit/torch <= 1.10 -> {'MET' if ratio <= 1.10 else 'NOT MET'} ({ratio:.2f})\n")
 
     lat = widget_latencies()
@@ -170,8 +146,8 @@ def main() -> None:
     rules = rule_replays()
     _ms_table("rule replays (median of 5)", rules, "each replay", max(rules.values()), 0.100)
     table = defaults_table_times()
-    print(f"\ndefaults table, {len(preset_names())} presets (5 builds): median {statistics.median(table) * 1e3:.0f} ms,"
-          f" min {min(table) * 1e3:.0f} ms, max {max(table) * 1e3:.0f} ms (depends on the CPU and its load)")
+    print(f"\ndefaults table, {len(preset_names())} presets (5 builds): median {table.median * 1e3:.0f} ms,"
+          f" min {table.min * 1e3:.0f} ms, max {table.max * 1e3:.0f} ms (depends on the CPU and its load)")
 
 
 if __name__ == "__main__":
