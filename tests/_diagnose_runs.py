@@ -128,6 +128,16 @@ RECIPES = {"fp16 forward overflow": forward_overflow, "log of zero": log_of_zero
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
+def tiny_run(rows, bad_at, bad):
+    """A seeded MLP 4-8-2, SGD with momentum and ``rows`` inputs of 4 features, the one at ``bad_at`` set to ``bad``."""
+    torch.manual_seed(0)
+    model = MLP(4, 8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    X = torch.randn(rows, 4)
+    X[bad_at] = bad
+    return model, opt, X
+
+
 def always_on(run):
     """The always-on hunter: every step under NonFiniteHunter; the first event of each step."""
     events = []

@@ -16,6 +16,7 @@ from _diagnose_runs import (
     installed,
     make_batches,
     run_plain,
+    tiny_run,
     train_state,
     transient,
 )
@@ -24,7 +25,6 @@ from torch import nn
 from ampkit.data import make_blobs
 from ampkit.diagnose import RecordingScaler, StepFinding, watch
 from ampkit.diagnose.scenarios import SCENARIOS
-from ampkit.models import MLP
 from ampkit.scaling import DynamicLossScaler
 
 
@@ -195,12 +195,8 @@ def test_two_optimizers_share_a_recording_scaler():
 
 
 def test_gradient_accumulation_micro_step_restores_the_gradients():
-    def make():
-        torch.manual_seed(0)
-        model = MLP(4, 8, 2)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        X = torch.randn(6, 4)
-        X[4, 0] = float("inf")           # the second micro-batch of the second group: gradients exist already
+    def make():               # the inf is in the second micro-batch of the second group: gradients exist already
+        model, opt, X = tiny_run(6, (4, 0), float("inf"))
 
         def micro(x, last):                  # no zero_grad: the gradients add up until the optimizer step
             model(x).square().mean().backward()
@@ -304,11 +300,7 @@ def test_bad_input():
 
 def test_lazy_copies_parameters_only_for_a_bad_step_without_scaler():
     def make():
-        torch.manual_seed(0)
-        model = MLP(4, 8, 2)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        X = torch.randn(5, 4)
-        X[3, 1] = float("nan")
+        model, opt, X = tiny_run(5, (3, 1), float("nan"))
 
         def step(x):
             opt.zero_grad()
