@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from ampkit.scaling import PRESETS, RunStopped, preset, replay_flags
+from ampkit.scaling import PRESETS, preset, replay_flags
 
 F32 = np.float32
 N_STEPS = 400
@@ -29,15 +29,11 @@ def flags_for(seed: int, p: float, n: int = N_STEPS) -> list[bool]:
 
 
 def kit_scales(rule, flags: list[bool]) -> tuple[list[float], bool]:
-    """The scale after each step's update (and whether the rule stopped the run)."""
-    out = []
-    for f in flags:
-        try:
-            rule.update(f)
-        except RunStopped:
-            return out, True
-        out.append(rule.scale)
-    return out, False
+    """The scale after each step's update (and whether the rule stopped the run), from the kit's one replay loop."""
+    r = replay_flags(rule, flags)          # r.scales: the scale each step used, so the one after the step before
+    if r.stopped_at is not None:
+        return r.scales[1:r.stopped_at + 1], True
+    return r.scales[1:] + [r.final_scale], False
 
 
 def bits(xs) -> np.ndarray:
