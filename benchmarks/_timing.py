@@ -30,10 +30,12 @@ class Timing:
 
     @property
     def median(self) -> float:
+        """The middle sample: the figure the bench scripts report (an outlier round moves it little)."""
         return statistics.median(self.samples)
 
     @property
     def min(self) -> float:
+        """The fastest round: nearest to what the machine does with nothing else running."""
         return min(self.samples)
 
     @property
