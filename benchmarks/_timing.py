@@ -38,10 +38,6 @@ class Timing:
         """The fastest round: nearest to what the machine does with nothing else running."""
         return min(self.samples)
 
-    @property
-    def max(self) -> float:
-        return max(self.samples)
-
     def percentile(self, q: float) -> float:
         """The sample at fraction ``q`` (0 to 1) of the sorted samples (nearest rank below, no interpolation)."""
         if not 0 <= q <= 1:
@@ -53,6 +49,11 @@ class Timing:
     def spread(self) -> float:
         """The 90th minus the 10th percentile: how much the middle 80 % of the rounds differ."""
         return self.percentile(0.9) - self.percentile(0.1)
+
+    @property
+    def max(self) -> float:
+        """The slowest round (a warm-up the rounds did not absorb, or a burst of load)."""
+        return max(self.samples)
 
 
 def interleaved(fns: dict[str, Callable[[], object]], rounds: int, *, warmup: int = 2,
