@@ -270,11 +270,9 @@ def test_plain_mixed_precision_steps_a_module_as_it_is():
         MixedPrecision.plain(m, None)
 
 
-def test_package_keeps_the_old_names():
+def test_package_exports_the_names_the_notebooks_use():
     import ampkit.precision as P
-    from ampkit._util import map_tensors
 
-    assert P.map_tensors is map_tensors  # ampkit.sinking's old import still works
     for name in P.__all__:
         assert getattr(P, name) is not None
     assert {"run_as", "fp32_matmul", "paddle_rows", "adam_step_in", "evaluate_under_autocast"} <= set(P.__all__)
