@@ -27,23 +27,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from ampkit._util import check_int, check_positive_finite
-from ampkit.data import batches, make_data
+from ampkit.data import batches
 from ampkit.formats import format_name
-from ampkit.models import build_model
 from ampkit.precision import (
-    LayerTrace,
-    MemoryReport,
     MixedPrecision,
     apply_level,
     level_label,
-    memory_report,
-    resolve_level,
-    trace_dtypes,
 )
 from ampkit.protocols import Scaler
 
-__all__ = ["train_step", "History", "train", "evaluate", "make_optimizer", "OPTIMIZERS", "LevelRun", "run_level",
-           "LevelRunCache"]
+__all__ = ["train_step", "History", "train", "evaluate", "make_optimizer", "OPTIMIZERS"]
 
 #: Optimizer names accepted by :func:`make_optimizer` / :func:`train`.
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam", "adamw")
@@ -239,91 +232,3 @@ def evaluate(mp: MixedPrecision, X: torch.Tensor, y: torch.Tensor) -> float:
     finally:
         mp.model.train(was_training)
     return float((out.argmax(-1).cpu() == y).float().mean())
-
-
-@dataclass(frozen=True)
-class LevelRun:
-    """Everything the O-level picker shows for one (model, level, dtype): history (vs O0 elsewhere), memory
-    after training, per-layer dtype trace, median step time (s)."""
-
-    model: str
-    level: str
-    dtype: str
-    history: History
-    memory: MemoryReport
-    trace: list[LayerTrace]
-    step_time: float
-
-    @property
-    def label(self) -> str:
-        """What ran: ``"O0"`` (fp32) or e.g. ``"O2 bf16"``."""
-        return level_label(self.level, self.dtype)
-
-
-def run_level(model: str, level: str, dtype: str | torch.dtype = "bf16", steps: int = 60, seed: int = 0,
-              batch_size: int = 64, lr: float = 0.05, optimizer: str = "sgd", scaler_factory: Callable | None = None,
-              model_kw: dict | None = None, data_kw: dict | None = None, n_samples: int | None = None,
-              progress: bool = False,
-              callback: Callable | None = None, num_threads: int | None = None) -> LevelRun:
-    """Build model ``model`` (a :func:`~ampkit.models.build_model` name, seeded), train it on its synthetic data
-    at ``level``/``dtype``, and measure memory (from the tensors), step time and the dtype trace.
-    ``model_kw`` goes to the model's constructor, ``data_kw`` to its data set (:func:`~ampkit.data.make_data`).
-
-    ``scaler_factory()`` makes a fresh scaler for the run (e.g. ``lambda: torch.amp.GradScaler("cpu")``).
-    ``num_threads`` sets torch's CPU threads for the run only (restored after): the kit's tiny models are
-    overhead-bound, and on a busy CPU one thread is faster and steadier than several waiting on each other.
-
-    >>> r = run_level("mlp", "O2", "bf16", steps=3)
-    >>> r.memory.masters == r.memory.weights * 2
-    True
-    """
-    if num_threads is not None:
-        num_threads = check_int("num_threads (or None)", num_threads)
-    net = build_model(model, seed=seed, **(model_kw or {}))
-    X, y = make_data(model, n_samples, seed=seed, **(data_kw or {}))
-    mp = apply_level(net, make_optimizer(optimizer, net.parameters(), lr), level, dtype)
-    scaler = scaler_factory() if scaler_factory is not None else None
-    before = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
-        hist = train(mp, (X, y), steps=steps, batch_size=batch_size, seed=seed, scaler=scaler, progress=progress,
-                     callback=callback)
-    finally:
-        torch.set_num_threads(before)
-    trace = trace_dtypes(mp, X[:2])
-    return LevelRun(model=model, level=mp.level, dtype=format_name(mp.dtype), history=hist,
-                    memory=memory_report(mp), trace=trace, step_time=hist.step_time())
-
-
-class LevelRunCache:
-    """Results of :func:`run_level` kept by (model, level, dtype) so that toggling back is instant.
-
-    The other settings (steps, lr, ...) are fixed per cache (given once, here).
-
-    >>> cache = LevelRunCache(steps=2)
-    >>> cache.has("mlp", "O1", "bf16"), cache.get("mlp", "O1", "bf16").level, cache.has("mlp", "o1", "bfloat16")
-    (False, 'O1', True)
-    """
-
-    def __init__(self, **run_kw):
-        self.run_kw = run_kw
-        self._store: dict[tuple[str, str, str], LevelRun] = {}
-
-    @staticmethod
-    def key(model: str, level: str, dtype: str | torch.dtype) -> tuple[str, str, str]:
-        """The cache key: ``(model, "O1", "bfloat16")`` for any spelling of the level and dtype."""
-        return (model, resolve_level(level), format_name(dtype))
-
-    def has(self, model: str, level: str, dtype: str | torch.dtype) -> bool:
-        return self.key(model, level, dtype) in self._store
-
-    def get(self, model: str, level: str, dtype: str | torch.dtype, callback: Callable | None = None) -> LevelRun:
-        """The cached run, computed now (``callback(step, history)`` sees its progress) if missing."""
-        k = self.key(model, level, dtype)
-        if k not in self._store:
-            self._store[k] = run_level(model, k[1], k[2], callback=callback, **self.run_kw)
-        return self._store[k]
-
-    def __len__(self) -> int:
-        return len(self._store)

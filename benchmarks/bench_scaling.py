@@ -22,6 +22,7 @@ import time
 import torch
 from _timing import Timing, interleaved, paired_ratio, time_one
 
+from ampkit.lessons.loss_scaling import train_task, underflow_task
 from ampkit.models import MLP
 from ampkit.scaling import (
     DynamicLossScaler,
@@ -29,8 +30,6 @@ from ampkit.scaling import (
     TorchGradScalerRule,
     capture_gradients,
     replay_flags,
-    train_task,
-    underflow_task,
 )
 from ampkit.scaling.presets import defaults_table, preset_names
 from ampkit.widgets.scaling import ScalerReplay, VisualLossScaler

@@ -175,13 +175,13 @@ def test_history_fractions_track_the_scaled_gradients():
 # --- notebook 03's task: the facts the notebook states ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def task():
-    from ampkit.scaling import underflow_task
+    from ampkit.lessons.loss_scaling import underflow_task
 
     return underflow_task()
 
 
 def test_underflow_task_fp16_stalls_and_scaling_rescues(task):
-    from ampkit.scaling import train_task
+    from ampkit.lessons.loss_scaling import train_task
 
     fp32 = train_task(task, "fp32", steps=60)
     none = train_task(task, "fp16", None, steps=60)
@@ -197,7 +197,7 @@ def test_underflow_task_fp16_stalls_and_scaling_rescues(task):
 
 
 def test_clipping_after_unscale_is_right(task):
-    from ampkit.scaling import train_task
+    from ampkit.lessons.loss_scaling import train_task
 
     right = train_task(task, "fp16", StaticLossScaler(2.0**16), steps=40, clip_norm=1e-5)
     wrong = train_task(task, "fp16", StaticLossScaler(2.0**16), steps=40, clip_norm=1e-5, unscale_before_clip=False)

@@ -9,16 +9,15 @@ import warnings
 import pytest
 import torch
 
+from ampkit.lessons.loss_scaling import gradient_agreement, underflow_task
 from ampkit.scaling import (
     MindSporeDynamicRule,
     MindSporeFixedRule,
     TorchGradScalerRule,
-    gradient_agreement,
     legacy_amp_spellings,
     parse_flags,
     replay_flags,
     replay_grad_max,
-    underflow_task,
 )
 
 

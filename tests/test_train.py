@@ -5,9 +5,10 @@ import torch
 import torch.nn.functional as F
 
 from ampkit.data import make_data
+from ampkit.lessons.autocast_and_levels import LevelRunCache, run_level
 from ampkit.models import build_model
 from ampkit.precision import apply_level
-from ampkit.train import History, LevelRunCache, evaluate, make_optimizer, run_level, train, train_step
+from ampkit.train import History, evaluate, make_optimizer, train, train_step
 from ampkit.widgets.train import LiveLossPlot
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from ampkit.formats import range_bands
-from ampkit.scaling import capture_gradients, replay, safe_window, scale_report, underflow_task
+from ampkit.lessons.loss_scaling import underflow_task
+from ampkit.scaling import capture_gradients, replay, safe_window, scale_report
 from ampkit.widgets.scaling import DTYPE_CHOICES, ScalerReplay, VisualLossScaler
 
 

@@ -1,7 +1,7 @@
-"""Loss scaling: ampkit's scalers (none, static, dynamic) with torch.amp.GradScaler's calls, and notebook 03's lab.
+"""Loss scaling: ampkit's scalers (none, static, dynamic) with torch.amp.GradScaler's calls, and the rules.
 
 Taught in notebook ``03_loss_scaling.ipynb`` (the widgets in :mod:`ampkit.widgets.scaling` draw what this package
-computes).
+computes; the notebook's own experiments are in :mod:`ampkit.lessons.loss_scaling`).
 
 Why: fp16's smallest positive value is 2**-24 (magnitudes at or below 2**-25 round to zero), and backward passes
 are full of smaller gradients. Multiplying the loss by ``scale`` multiplies every gradient of the backward pass by
@@ -11,7 +11,8 @@ the optimizer step undoes it.
 ==================  ======================================================================================
 module              holds
 ==================  ======================================================================================
-``protocol``        :class:`Scaler` — the GradScaler calls the kit uses (torch's scaler and ampkit's satisfy it)
+``protocol``        :class:`ScaleRule`, the scalers' errors; :class:`Scaler` (from :mod:`ampkit.protocols`)
+``dynamic_rule``    :class:`DynamicRule` — the dynamic rule as a pure object (state in, state out)
 ``base``            the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
 ``scalers``         :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
 ``defaults``        :data:`SCALER_DEFAULTS` — dynamic-scaler defaults across frameworks, generated from the presets
@@ -22,7 +23,6 @@ module              holds
 ``rules``           torch's and MindSpore's rules as pure arithmetic
 ``replays``         a rule (or ampkit's dynamic scaler) run over recorded steps: :func:`replay`, ...
 ``legacy``          what the legacy ``torch.cuda.amp`` spellings do on this torch
-``task``            the underflow task and its training run (:func:`underflow_task`, :func:`train_task`)
 ==================  ======================================================================================
 
 >>> scaler = DynamicLossScaler(init_scale=2.0**16, growth_interval=2000)
@@ -89,10 +89,8 @@ from ampkit.scaling.framework_rules import (
 )
 from ampkit.scaling.gradients import (
     SAFE_MAX_FLUSHED,
-    GradAgreement,
     ScaleReport,
     capture_gradients,
-    gradient_agreement,
     log2_histogram,
     safe_window,
     scale_report,
@@ -122,7 +120,6 @@ from ampkit.scaling.protocol import (
 from ampkit.scaling.replays import Replay, RuleReplay, log2_ceiling, parse_flags, replay, replay_flags, replay_grad_max
 from ampkit.scaling.rules import DynamicScalerRule, MindSporeDynamicRule, MindSporeFixedRule, TorchGradScalerRule
 from ampkit.scaling.scalers import TORCH_STATE_KEYS, DynamicLossScaler, NoLossScaler, StaticLossScaler
-from ampkit.scaling.task import TaskRun, UnderflowTask, train_task, underflow_task
 
 __all__ = [
     # the scalers
@@ -130,14 +127,12 @@ __all__ = [
     "SCALER_DEFAULTS", "ScalerUsageError", "ScalerValueError", "ScalerTypeError", "ScalerStateError", "ScaleInputError",
     # gradients at a scale
     "capture_gradients", "log2_histogram", "ScaleReport", "scale_report", "scale_sweep", "safe_window",
-    "SAFE_MAX_FLUSHED", "GradAgreement", "gradient_agreement",
+    "SAFE_MAX_FLUSHED",
     # rules and replays
     "DynamicRule", "DynamicState",
     "ScaleRule", "DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule",
     "Replay", "replay", "RuleReplay", "parse_flags", "replay_flags", "replay_grad_max", "log2_ceiling",
     "LegacyCall", "legacy_amp_spellings",
-    # notebook 03's task
-    "UnderflowTask", "underflow_task", "TaskRun", "train_task",
 ]
 __all__ += [
     # every framework's rule as a preset, and the table generated from them

@@ -3,26 +3,24 @@
 Taught in notebook ``03_loss_scaling.ipynb`` (section 3, the visual loss scaler; section 4, partial underflow).
 :func:`capture_gradients` records one fp32 backward pass; :func:`scale_report` / :func:`scale_sweep` classify the
 values times ``2**k`` in a format with :func:`ampkit.formats.classify`; :func:`safe_window` is the range of ``k``
-where nothing overflows and (almost) nothing flushes; :func:`gradient_agreement` compares one real fp16 step at
-scale ``2**k`` with fp32. Data only: :mod:`ampkit.widgets.scaling` draws it.
+where nothing overflows and (almost) nothing flushes. Data only: :mod:`ampkit.widgets.scaling` draws it
+(notebook 03's own experiments, such as ``gradient_agreement``, are in :mod:`ampkit.lessons.loss_scaling`).
 
 >>> r = scale_report(torch.tensor([2.0**-30, 2.0**-10]), 8, "fp16"); r.flushed, r.normal
 (0.0, 0.5)
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from ampkit._util import check_int, check_number
-from ampkit.formats import Classification, classify, resolve_format
-from ampkit.scaling.task import UnderflowTask
+from ampkit.formats import Classification, classify
 
 __all__ = ["capture_gradients", "log2_histogram", "ScaleReport", "scale_report", "scale_sweep", "safe_window",
-           "SAFE_MAX_FLUSHED", "GradAgreement", "gradient_agreement"]
+           "SAFE_MAX_FLUSHED"]
 
 #: :func:`safe_window`'s default: at most this fraction of the nonzero gradients may flush to zero (0.1 %).
 SAFE_MAX_FLUSHED = 0.001
@@ -160,46 +158,3 @@ def safe_window(values: torch.Tensor, fmt: str | torch.dtype = "fp16", lo: int =
     if not ok:
         return None
     return ok[0], ok[-1]   # the conditions are monotone in k: the safe scales form one interval
-
-
-@dataclass(frozen=True)
-class GradAgreement:
-    """One step's parameter gradients under fp16 autocast at scale ``2**log2_scale`` (unscaled again), against
-    the same step in fp32: the fraction that became exactly zero, the cosine between the two gradient vectors
-    (nan when nothing survived) and the ratio of their norms."""
-
-    log2_scale: int
-    zero_fraction: float
-    cosine: float
-    norm_ratio: float
-
-
-def gradient_agreement(task: UnderflowTask, log2_scale: int, dtype: str | torch.dtype = "fp16", batch: int = 128
-                       ) -> GradAgreement:
-    """Compare one backward pass of ``task`` (an :func:`ampkit.scaling.underflow_task`) under autocast in
-    ``dtype`` with the loss multiplied by ``2**log2_scale``, unscaled, against fp32 (same weights, same batch).
-
-    >>> from ampkit.scaling import underflow_task
-    >>> gradient_agreement(underflow_task(), 16).cosine > 0.999
-    True
-    """
-    log2_scale = check_int("log2_scale", log2_scale, minimum=None)
-    low = resolve_format(dtype)
-    if low not in (torch.float16, torch.bfloat16):
-        raise ValueError(f"dtype must be fp16 or bf16 (what autocast runs in); got {dtype!r}")
-    x, y = task.X[:batch], task.y[:batch]
-
-    def grads(autocast_dtype: torch.dtype | None, scale: float) -> torch.Tensor:
-        model = task.model()
-        with torch.autocast("cpu", dtype=autocast_dtype or torch.float16, enabled=autocast_dtype is not None):
-            out = model(x)
-        loss = torch.nn.functional.cross_entropy(out.float(), y) * task.loss_weight
-        (loss * scale).backward()
-        return torch.cat([p.grad.reshape(-1).float() for p in model.parameters()]) / scale
-
-    ref = grads(None, 1.0)
-    got = grads(low, 2.0**log2_scale)
-    zero = float((got == 0).float().mean())
-    norm = float(got.norm())
-    cos = float(torch.dot(got.double(), ref.double()) / (norm * float(ref.norm()))) if norm > 0 else math.nan
-    return GradAgreement(log2_scale, zero, cos, norm / float(ref.norm()))

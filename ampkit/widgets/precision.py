@@ -1,7 +1,7 @@
 """The O-level picker (notebook 02): slide O0 → O3, pick fp16/bf16, watch dtypes, memory, speed and loss change.
 
-A thin view over :func:`ampkit.train.run_level` (cached per (model, level, dtype) in a
-:class:`ampkit.train.LevelRunCache`), :func:`ampkit.precision.trace_dtypes` and
+A thin view over :func:`ampkit.lessons.autocast_and_levels.run_level` (cached per (model, level, dtype) in a
+:class:`ampkit.lessons.autocast_and_levels.LevelRunCache`), :func:`ampkit.precision.trace_dtypes` and
 :func:`ampkit.precision.memory_report`. The figure (loss vs O0, memory bars vs O0) is a
 :func:`ampkit.widgets.style.new_figure` with its own Agg canvas (importing this module never touches the kernel's
 matplotlib backend), built once; each change updates its artists and re-renders it to an ``ipywidgets.Image``.
@@ -15,8 +15,8 @@ import ipywidgets as W
 
 from ampkit.device import autocast_dtypes, device_report
 from ampkit.dtypes import short_name
+from ampkit.lessons.autocast_and_levels import LevelRun, LevelRunCache
 from ampkit.precision import LEVELS, LayerTrace, resolve_level, speed_phrase
-from ampkit.train import LevelRun, LevelRunCache
 from ampkit.widgets import snapshot
 from ampkit.widgets.style import DTYPE_COLOURS, STATUS_COLOURS, dtype_colour, freeze_layout, new_figure, png_bytes
 
@@ -78,7 +78,8 @@ class OLevelPicker:
 
     Results per (model, level, dtype) are cached; a missing one is computed when selected (``auto_run``) or by
     the "run all" button, with a progress bar. Training uses ``num_threads`` CPU threads (default 1: the model is
-    tiny, so extra threads mostly add waiting; see :func:`ampkit.train.run_level`). The models train on the CPU;
+    tiny, so extra threads mostly add waiting; see :func:`ampkit.lessons.autocast_and_levels.run_level`). The
+    models train on the CPU;
     the default dtype is :attr:`ampkit.device.DeviceReport.default_dtype` there (decided from the CPU's
     instruction set, never from a timing: bf16 on every CPU), unless ``dtype`` pins one.
 

@@ -44,7 +44,8 @@ def flushed(text: str) -> str:
 
 def expected_flushed(k: int) -> str:
     """What the readout must say at scale 2**k, computed here the way the notebook computes it."""
-    from ampkit.scaling import capture_gradients, scale_report, underflow_task
+    from ampkit.lessons.loss_scaling import underflow_task
+    from ampkit.scaling import capture_gradients, scale_report
     from ampkit.widgets.scaling import _pct
 
     threads = torch.get_num_threads()

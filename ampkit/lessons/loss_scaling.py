@@ -1,27 +1,31 @@
-"""Notebook 03's experiment: a task whose gradients underflow fp16, and the run that shows it.
+"""Notebook 03's experiments: a task whose gradients underflow fp16, the run that shows it, one step's agreement.
 
 Taught in notebook ``03_loss_scaling.ipynb`` (sections 1–2, 4–5, 9–10). :func:`underflow_task` builds a seeded
 classification task whose loss is multiplied by a tiny ``loss_weight`` (and the learning rate divided by it), so
 that in fp16 every gradient flushes to zero unless the loss is scaled; :func:`train_task` trains it at a precision
-level with a loss scaler and records what the notebook plots (loss, zero gradients, largest gradient, skips).
+level with a loss scaler and records what the notebook plots (loss, zero gradients, largest gradient, skips);
+:func:`gradient_agreement` compares one real fp16 step at scale ``2**k`` with fp32. A lesson, above the engine
+(:mod:`ampkit.scaling`, :mod:`ampkit.train`): the engine does not know it.
 
 >>> t = underflow_task(); run = train_task(t, "fp16", steps=2); run.zero_grads[0] > 0.99
 True
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from ampkit._util import check_int, check_positive_finite
 from ampkit.data import make_blobs
+from ampkit.formats import resolve_format
 from ampkit.models import MLP
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import Scaler
 from ampkit.train import evaluate, train_step
 
-__all__ = ["UnderflowTask", "underflow_task", "TaskRun", "train_task"]
+__all__ = ["UnderflowTask", "underflow_task", "TaskRun", "train_task", "GradAgreement", "gradient_agreement"]
 
 
 @dataclass(frozen=True)
@@ -140,3 +144,45 @@ def train_task(task: UnderflowTask, dtype: str | torch.dtype = "fp16", scaler: S
         for h in handles:
             h.remove()
     return TaskRun(losses, zeros, gmax, skipped, scaler, evaluate(mp, task.X, task.y))
+
+
+@dataclass(frozen=True)
+class GradAgreement:
+    """One step's parameter gradients under fp16 autocast at scale ``2**log2_scale`` (unscaled again), against
+    the same step in fp32: the fraction that became exactly zero, the cosine between the two gradient vectors
+    (nan when nothing survived) and the ratio of their norms."""
+
+    log2_scale: int
+    zero_fraction: float
+    cosine: float
+    norm_ratio: float
+
+
+def gradient_agreement(task: UnderflowTask, log2_scale: int, dtype: str | torch.dtype = "fp16", batch: int = 128
+                       ) -> GradAgreement:
+    """Compare one backward pass of ``task`` (an :func:`underflow_task`) under autocast in
+    ``dtype`` with the loss multiplied by ``2**log2_scale``, unscaled, against fp32 (same weights, same batch).
+
+    >>> gradient_agreement(underflow_task(), 16).cosine > 0.999
+    True
+    """
+    log2_scale = check_int("log2_scale", log2_scale, minimum=None)
+    low = resolve_format(dtype)
+    if low not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"dtype must be fp16 or bf16 (what autocast runs in); got {dtype!r}")
+    x, y = task.X[:batch], task.y[:batch]
+
+    def grads(autocast_dtype: torch.dtype | None, scale: float) -> torch.Tensor:
+        model = task.model()
+        with torch.autocast("cpu", dtype=autocast_dtype or torch.float16, enabled=autocast_dtype is not None):
+            out = model(x)
+        loss = torch.nn.functional.cross_entropy(out.float(), y) * task.loss_weight
+        (loss * scale).backward()
+        return torch.cat([p.grad.reshape(-1).float() for p in model.parameters()]) / scale
+
+    ref = grads(None, 1.0)
+    got = grads(low, 2.0**log2_scale)
+    zero = float((got == 0).float().mean())
+    norm = float(got.norm())
+    cos = float(torch.dot(got.double(), ref.double()) / (norm * float(ref.norm()))) if norm > 0 else math.nan
+    return GradAgreement(log2_scale, zero, cos, norm / float(ref.norm()))
