@@ -113,7 +113,7 @@ def test_graph_sink_trains_like_eager():
     la = eager.train(2, loader_a, sink_size=-1)
     lb = graph.train(2, loader_b, sink_size=-1)
     assert "graph sink off" in eager.graph_message
-    if graph._loss_graph.compiled:
+    if graph.loss_graph.compiled:
         assert "compiled with torch.compile" in graph.graph_message
     else:
         assert "unavailable" in graph.graph_message
@@ -137,8 +137,8 @@ def test_sink_model_bad_input():
 
 def test_first_compiled_step_records_forward_and_backward_compile_time():
     m = make_model(graph_sink=True)
-    if not m._loss_graph.compiled:
+    if not m.loss_graph.compiled:
         pytest.skip(m.graph_message)
     x, y = next(iter(make_loader()))
     m.step(x, y)
-    assert m._loss_graph.compile_seconds > 0 and "first step: forward and backward" in m.graph_message
+    assert m.loss_graph.compile_seconds > 0 and "first step: forward and backward" in m.graph_message

@@ -32,7 +32,7 @@ import torch
 
 from ampkit.fp8.mx import ROUNDINGS, check_block, mx_exponents, mx_fake_quantize
 from ampkit.fp8.quantize import fp8_name, saturation_threshold
-from ampkit.fp8.tiles import _tiles, _untile, check_tile, tile_fake_quantize, tile_scales
+from ampkit.fp8.tiles import check_tile, from_tiles, tile_fake_quantize, tile_scales, to_tiles
 
 __all__ = ["PER_TENSOR", "LOG2_ERROR_FLOOR", "BlockStats", "block_choices", "block_stats", "compare_blocks",
            "tile_stats", "compare_tiles", "tile_label", "outlier_tensor", "log2_error"]
@@ -127,12 +127,12 @@ def block_stats(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, round
     scaled = torch.ldexp(blocks, (-e).unsqueeze(-1).float()).abs().reshape(x.shape)
     nonzero = x != 0
     flushed = nonzero & (deq == 0)
-    saturated = nonzero & _saturates(scaled, name)
+    saturated = nonzero & saturates(scaled, name)
     return BlockStats(fmt=name, block=block if block == PER_TENSOR else b, rounding=rounding, n_blocks=int(e.numel()),
                       rel_error=_rel_error(x, deq), flushed=flushed, saturated=saturated)
 
 
-def _saturates(magnitude: torch.Tensor, fmt: str) -> torch.Tensor:
+def saturates(magnitude: torch.Tensor, fmt: str) -> torch.Tensor:
     """``|x * scale|`` rounds beyond fp8_max (see :func:`~ampkit.fp8.quantize.saturation_threshold`)."""
     t, inclusive = saturation_threshold(fmt)
     return magnitude >= t if inclusive else magnitude > t
@@ -167,12 +167,12 @@ def tile_stats(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] | str =
         t = check_tile(x, tile)
     deq = tile_fake_quantize(x, t, name, power_of_two)
     scales = tile_scales(x, t, name, power_of_two)
-    scaled = _untile((_tiles(x, *t) * scales.unsqueeze(-1).unsqueeze(-1)).abs(), x.shape)
+    scaled = from_tiles((to_tiles(x, *t) * scales.unsqueeze(-1).unsqueeze(-1)).abs(), x.shape)
     nonzero = x != 0
     return BlockStats(fmt=name, block=tile if tile == PER_TENSOR else t,
                       rounding=TILE_ROUNDINGS[0] if power_of_two else TILE_ROUNDINGS[1], n_blocks=int(scales.numel()),
                       rel_error=_rel_error(x, deq), flushed=nonzero & (deq == 0),
-                      saturated=nonzero & _saturates(scaled, name), scheme="tiles")
+                      saturated=nonzero & saturates(scaled, name), scheme="tiles")
 
 
 def compare_tiles(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] = (1, 128), power_of_two: bool = True

@@ -42,9 +42,9 @@ import torch
 from ampkit._util import check_choice, check_int
 from ampkit.fp8.quantize import (
     QuantReport,
-    _check_scale,
     amax_of,
     check_margin,
+    check_scale,
     compute_scale,
     fp8_max,
     fp8_name,
@@ -107,7 +107,7 @@ class DelayedScaling:
         self.history_len = check_history_len(history_len)
         self.algo = check_algo(algo)
         self.margin = check_margin(margin)
-        self.scale = _check_scale(initial_scale, "initial_scale")
+        self.scale = check_scale(initial_scale, "initial_scale")
         self.history = torch.zeros(self.history_len)   # [0] = the slot the next step writes
 
     def record(self, amax: float) -> None:
@@ -211,7 +211,7 @@ def delayed_scales(amaxes: torch.Tensor, fmt: str = "e4m3", history_len: int = 1
     """
     fmt, algo = fp8_name(fmt), check_algo(algo)
     history_len, margin = check_history_len(history_len), check_margin(margin)
-    initial = _check_scale(initial_scale, "initial_scale")
+    initial = check_scale(initial_scale, "initial_scale")
     a = check_amaxes(amaxes)
     ran = a != 0                        # NaN != 0 too: a NaN amax rolls the history, as in TE's kernel
     r = a[ran]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
-from ampkit.fp8.quantize import FP8_FORMATS, _saturates, fp8_dtype, fp8_max, fp8_name, fp8_to_float
+from ampkit.fp8.quantize import FP8_FORMATS, fp8_dtype, fp8_max, fp8_name, fp8_to_float, saturates
 
 __all__ = ["ROUNDINGS", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
            "mx_quantize", "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block", "e8m0_encode",
@@ -225,7 +225,7 @@ def mx_report(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, roundin
     block, name, rounding, b, e, _ = _prepare(x, fmt, block, rounding)
     deq = mx_fake_quantize(x, name, block, rounding).reshape(b.shape)
     finite = torch.isfinite(b)
-    sat = finite & _saturates(torch.ldexp(b, (-e).unsqueeze(-1).float()).abs(), name)
+    sat = finite & saturates(torch.ldexp(b, (-e).unsqueeze(-1).float()).abs(), name)
     flushed = finite & (b != 0) & (deq == 0)
     n = max(b.numel(), 1)
     err = torch.where(finite, b - deq, torch.zeros_like(b))

@@ -102,7 +102,7 @@ def saturation_threshold(fmt: str | torch.dtype) -> tuple[float, bool]:
     return m + (m - below) / 2, bool(bits & 1)
 
 
-def _saturates(prod_abs: torch.Tensor, fmt: str) -> torch.Tensor:
+def saturates(prod_abs: torch.Tensor, fmt: str) -> torch.Tensor:
     t, inclusive = saturation_threshold(fmt)
     return prod_abs >= t if inclusive else prod_abs > t
 
@@ -129,7 +129,7 @@ def compute_scale(amax: float | torch.Tensor, fmt: str | torch.dtype = "e4m3", m
     ``amax`` is first rounded to fp32, as TE stores it: an amax above fp32's range is inf (previous scale kept), one
     below half its smallest subnormal is 0 (previous scale kept)."""
     margin = check_margin(margin)
-    previous = _check_scale(previous, "previous (the scale to keep)")
+    previous = check_scale(previous, "previous (the scale to keep)")
     if isinstance(amax, torch.Tensor):
         if amax.numel() != 1:
             raise ValueError(f"amax must be one number (a tensor with one element); got shape {tuple(amax.shape)}")
@@ -161,7 +161,7 @@ def amax_of(x: torch.Tensor) -> float:
     return float(torch.where(torch.isnan(a), torch.zeros_like(a), a).max())
 
 
-def _check_scale(scale, name: str = "scale") -> float:
+def check_scale(scale, name: str = "scale") -> float:
     """``scale`` as a positive finite fp32 number (a Python float holding it); TypeError / ValueError otherwise."""
     want = f"{name} must be a positive finite fp32 number (at most {_FP32_MAX:.4g}, e.g. 1.0)"
     if isinstance(scale, torch.Tensor):
@@ -183,7 +183,7 @@ def scale_inv(scale: float) -> float:
     >>> scale_inv(4.0), scale_inv(3.0)
     (0.25, 0.3333333432674408)
     """
-    s = _check_scale(scale)
+    s = check_scale(scale)
     return float(torch.tensor(1.0, dtype=torch.float32) / torch.tensor(s, dtype=torch.float32))
 
 
@@ -192,7 +192,7 @@ def quantize(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3", sat
     rounded to fp32 first)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a tensor; got {type(x).__name__}")
-    dt, scale = fp8_dtype(fmt), _check_scale(scale)
+    dt, scale = fp8_dtype(fmt), check_scale(scale)
     y = x.detach().float() * scale
     if saturate:
         m = fp8_max(fmt)
@@ -255,12 +255,12 @@ def quant_report(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3",
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     name = fp8_name(fmt)
-    scale = _check_scale(scale)
+    scale = check_scale(scale)
     xf = x.detach().float().reshape(-1)
     n = max(xf.numel(), 1)
     deq = dequantize(quantize(xf, scale, name, saturate=saturate), scale)
     finite = torch.isfinite(xf)
-    sat = finite & _saturates((xf * scale).abs(), name)
+    sat = finite & saturates((xf * scale).abs(), name)
     flushed = finite & (xf != 0) & (deq == 0)
     err = torch.where(finite, xf - deq, torch.zeros_like(xf))
     err = torch.where(torch.isfinite(err), err, xf)   # overflowed to inf: the whole value is lost

@@ -56,13 +56,13 @@ def check_tile(x: torch.Tensor, tile) -> tuple[int, int]:
     return tr, tc
 
 
-def _tiles(x: torch.Tensor, tr: int, tc: int) -> torch.Tensor:
+def to_tiles(x: torch.Tensor, tr: int, tc: int) -> torch.Tensor:
     """View ``(..., R, C)`` as ``(..., R/tr, C/tc, tr, tc)``: one tile per trailing pair of dimensions."""
     *lead, rows, cols = x.shape
     return x.reshape(*lead, rows // tr, tr, cols // tc, tc).transpose(-3, -2)
 
 
-def _untile(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+def from_tiles(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     return t.transpose(-3, -2).reshape(shape)
 
 
@@ -98,7 +98,7 @@ def _check_finite(x: torch.Tensor) -> torch.Tensor:
 def tile_scales(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_two: bool = True) -> torch.Tensor:
     """The fp32 scale of every tile: shape ``(..., rows / tile_rows, cols / tile_cols)``."""
     tr, tc = check_tile(x, tile)
-    amax = _tiles(_check_finite(x), tr, tc).abs().amax(dim=(-2, -1))
+    amax = to_tiles(_check_finite(x), tr, tc).abs().amax(dim=(-2, -1))
     return scales_from_amax(amax, fmt, power_of_two)
 
 
@@ -113,10 +113,10 @@ def tile_quantize(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_
     tr, tc = check_tile(x, tile)
     name = fp8_name(fmt)
     xf = _check_finite(x)
-    scales = scales_from_amax(_tiles(xf, tr, tc).abs().amax(dim=(-2, -1)), name, power_of_two)
+    scales = scales_from_amax(to_tiles(xf, tr, tc).abs().amax(dim=(-2, -1)), name, power_of_two)
     m = fp8_max(name)
-    scaled = (_tiles(xf, tr, tc) * _expand(scales)).clamp(-m, m)
-    return _untile(scaled, xf.shape).to(fp8_dtype(name)), scales
+    scaled = (to_tiles(xf, tr, tc) * _expand(scales)).clamp(-m, m)
+    return from_tiles(scaled, xf.shape).to(fp8_dtype(name)), scales
 
 
 def tile_dequantize(q: torch.Tensor, scales: torch.Tensor, tile=TILE_1X128) -> torch.Tensor:
@@ -130,7 +130,7 @@ def tile_dequantize(q: torch.Tensor, scales: torch.Tensor, tile=TILE_1X128) -> t
         raise ValueError(f"scales must have shape {expected} (one per {tr}×{tc} tile); "
                          f"got {tuple(scales.shape) if isinstance(scales, torch.Tensor) else type(scales).__name__}")
     scale_inv = 1.0 / scales.float()
-    return _untile(_tiles(values, tr, tc) * _expand(scale_inv), values.shape)
+    return from_tiles(to_tiles(values, tr, tc) * _expand(scale_inv), values.shape)
 
 
 def tile_fake_quantize(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_two: bool = True

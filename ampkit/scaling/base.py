@@ -69,7 +69,7 @@ class _OptState:
     found_inf_value: bool | None = None            # host copy once synced
     skipped: bool = False
 
-class _ScalerBase:
+class ScalerBase:
     """Machinery shared by the three scalers: per-optimizer stages, unscale, skip, history.
 
     ``_active`` False is torch's ``enabled=False``: every call is a no-op and ``step`` just steps.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numbers
 
 from ampkit._util import check_int, check_positive_finite
-from ampkit.scaling.rules import _StoredScale
+from ampkit.scaling.rules import StoredScale
 from ampkit.scaling.tensor_rules import (
     JmpDynamicLossScale,
     JmpDynamicRule,
@@ -49,7 +49,7 @@ class RunStopped(RuntimeError):
     """Raised by a rule whose framework would end the training run here (DeepSpeed at its minimum scale)."""
 
 
-class _Rule(_StoredScale):
+class _Rule(StoredScale):
     """What every rule here shares: the stored scale (``scale``) and skipping of overflowing steps."""
 
     name: str

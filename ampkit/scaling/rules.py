@@ -39,7 +39,7 @@ __all__ = ["DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def _f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = False, why: str = "") -> float:
+def f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = False, why: str = "") -> float:
     """``value`` as the float32 a framework stores it as: a finite number (ints accepted, bools refused) whose
     float32 rounding is finite and ``> above`` (``>= above`` when ``at_least``). ``why`` ends the message."""
     v = check_number(name, value, "2.0**16")
@@ -55,7 +55,7 @@ def _f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = Fal
 
 def _at_least_one(name: str, value: Any, strict: bool = False) -> float:
     """``value`` as a float32 >= 1 (``> 1`` when ``strict``): MindSpore's bound on its scales and factor."""
-    return _f32_setting(name, value, 1.0, at_least=not strict, why=" (MindSpore's bound; it keeps it as a float32)")
+    return f32_setting(name, value, 1.0, at_least=not strict, why=" (MindSpore's bound; it keeps it as a float32)")
 
 
 class DynamicScalerRule:
@@ -107,12 +107,12 @@ class TorchGradScalerRule(DynamicScalerRule):
 
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000):
-        init_scale = _f32_setting("init_scale", init_scale, why=" (torch keeps the scale in a float32 tensor)")
+        init_scale = f32_setting("init_scale", init_scale, why=" (torch keeps the scale in a float32 tensor)")
         super().__init__(init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
                          growth_interval=growth_interval)
 
 
-class _StoredScale:
+class StoredScale:
     """The ``scale`` of a MindSpore rule: a float32 kept on the rule itself."""
 
     _scale: float
@@ -123,7 +123,7 @@ class _StoredScale:
         return self._scale
 
 
-class MindSporeDynamicRule(_StoredScale):
+class MindSporeDynamicRule(StoredScale):
     """MindSpore's ``DynamicLossScaleManager`` (its ``DynamicLossScaleUpdateCell``): torch's rule with a floor of 1.
 
     ``DynamicLossScaleUpdateCell.construct`` (``mindspore/python/mindspore/nn/wrap/loss_scale.py``), in float32
@@ -170,7 +170,7 @@ class MindSporeDynamicRule(_StoredScale):
         self._cur_iter += 1
 
 
-class MindSporeFixedRule(_StoredScale):
+class MindSporeFixedRule(StoredScale):
     """MindSpore's ``FixedLossScaleManager(loss_scale=128.0, drop_overflow_update=True)``: a constant scale.
 
     ``drop_overflow_update=False`` applies overflowing updates (the optimizer divides by ``loss_scale`` itself and

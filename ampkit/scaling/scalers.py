@@ -49,7 +49,7 @@ import torch
 from torch.cuda.amp.common import amp_definitely_not_available
 
 from ampkit._util import check_int, check_positive_finite
-from ampkit.scaling.base import _ScalerBase
+from ampkit.scaling.base import ScalerBase
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState, check_backoff_factor, check_growth_factor, f32
 from ampkit.scaling.protocol import ScalerStateError
 
@@ -71,7 +71,7 @@ def _device_type(device: Any) -> str | None:
         raise ValueError(f"device must be a device type such as 'cpu' or 'cuda'; got {device!r}") from err
 
 
-class NoLossScaler(_ScalerBase):
+class NoLossScaler(ScalerBase):
     """No scaling (scale 1) and no skipping — plain training, but with a scaler's calls and a history.
 
     Swap it in for a real scaler to see what happens without one: non-finite gradients are recorded
@@ -116,7 +116,7 @@ class NoLossScaler(_ScalerBase):
                              "load it into StaticLossScaler or DynamicLossScaler")
 
 
-class StaticLossScaler(_ScalerBase):
+class StaticLossScaler(ScalerBase):
     """A constant scale: the loss is always multiplied by ``scale``.
 
     ``skip_nonfinite=True`` (default) skips steps whose gradients overflowed, as dynamic scalers do;
@@ -151,7 +151,7 @@ class StaticLossScaler(_ScalerBase):
         self._set_scale(f32(value) if self._materialised else value)
 
 
-class DynamicLossScaler(_ScalerBase):
+class DynamicLossScaler(ScalerBase):
     """The dynamic loss scaler: back off on overflow, grow after ``growth_interval`` clean steps.
 
     Called like ``torch.amp.GradScaler`` — ``DynamicLossScaler("cpu")``, ``DynamicLossScaler(enabled=use_amp)``,

@@ -25,7 +25,7 @@ from typing import Any
 
 from ampkit._util import check_int
 from ampkit.scaling.dynamic_rule import f32 as _f32
-from ampkit.scaling.rules import _f32_setting, _StoredScale
+from ampkit.scaling.rules import StoredScale, f32_setting
 
 __all__ = ["PaddleGradScalerRule", "MindSporeFunctionalRule", "KerasLossScaleRule", "TFKeras2LossScaleRule",
            "JmpDynamicLossScale", "JmpDynamicRule"]
@@ -42,7 +42,7 @@ def _int_factor(name: str, value: Any, why: str) -> int:
     return int(value)
 
 
-class _Rule(_StoredScale):
+class _Rule(StoredScale):
     """What every rule here shares: the stored float32 scale (``scale``) and skipping of overflowing steps."""
 
     name: str
@@ -78,9 +78,9 @@ class PaddleGradScalerRule(_Rule):
     def __init__(self, init_loss_scaling: float = 2.0**16, incr_ratio: float = 2.0, decr_ratio: float = 0.5,
                  incr_every_n_steps: int = 2000, decr_every_n_nan_or_inf: int = 1):
         why = " (Paddle applies it as a float32)"
-        self._scale = _f32_setting("init_loss_scaling", init_loss_scaling, why=" (Paddle keeps a float32 tensor)")
-        self.incr_ratio = _f32_setting("incr_ratio", incr_ratio, 1.0, why=why)
-        self.decr_ratio = _f32_setting("decr_ratio", decr_ratio, why=why)
+        self._scale = f32_setting("init_loss_scaling", init_loss_scaling, why=" (Paddle keeps a float32 tensor)")
+        self.incr_ratio = f32_setting("incr_ratio", incr_ratio, 1.0, why=why)
+        self.decr_ratio = f32_setting("decr_ratio", decr_ratio, why=why)
         if self.decr_ratio >= 1.0:
             raise ValueError(f"decr_ratio must be < 1 as a float32 (Paddle asserts decr_ratio < 1.0 and applies it "
                              f"as a float32); got {decr_ratio!r} (as a float32: {self.decr_ratio!r})")
@@ -128,7 +128,7 @@ class MindSporeFunctionalRule(_Rule):
     name = "MindSpore amp.DynamicLossScaler"
 
     def __init__(self, scale_value: float, scale_factor: int, scale_window: int):
-        self._scale = _f32_setting("scale_value", scale_value, 1.0, at_least=True,
+        self._scale = f32_setting("scale_value", scale_value, 1.0, at_least=True,
                                    why=" (MindSpore refuses a scale_value below 1 and keeps it as a float32)")
         self.scale_factor = _int_factor("scale_factor", scale_factor, "MindSpore checks it with check_positive_int")
         self._k = _f32(self.scale_factor)
@@ -168,7 +168,7 @@ class KerasLossScaleRule(_Rule):
     floor: float | None = None
 
     def __init__(self, initial_scale: float = 2.0**15, dynamic_growth_steps: int = 2000):
-        self._scale = _f32_setting("initial_scale", initial_scale, why=" (Keras keeps a float32 variable)")
+        self._scale = f32_setting("initial_scale", initial_scale, why=" (Keras keeps a float32 variable)")
         self.dynamic_growth_steps = check_int("dynamic_growth_steps", dynamic_growth_steps)
         self._step_counter = 0
 
@@ -274,10 +274,10 @@ class JmpDynamicRule(_Rule):
 
     def __init__(self, loss_scale: float, period: int = 2000, factor: int = 2, min_loss_scale: float = 1.0):
         why = " (jmp keeps it as a float32 array)"
-        self.state = JmpDynamicLossScale(_f32_setting("loss_scale", loss_scale, why=why), 0,
+        self.state = JmpDynamicLossScale(f32_setting("loss_scale", loss_scale, why=why), 0,
                                          check_int("period", period),
                                          _int_factor("factor", factor, "jmp declares factor: int"),
-                                         _f32_setting("min_loss_scale", min_loss_scale, why=why))
+                                         f32_setting("min_loss_scale", min_loss_scale, why=why))
 
     @property
     def scale(self) -> float:

@@ -74,7 +74,7 @@ class SinkBench:
     def compiled(self) -> bool:
         """Whether the graph-sink model really runs compiled (compiling it now if it has not run yet)."""
         self._warmup(True)
-        return self.models[True]._loss_graph.compiled
+        return self.models[True].loss_graph.compiled
 
     def calibrate(self, repeats: int = 10) -> Calibration:
         """Measure the simulator's inputs on this machine (about a second, plus the first compile): each cost is
@@ -89,7 +89,7 @@ class SinkBench:
         eager_step = median_per_call(lambda: self.models[False].step(x, y), 20, repeats, dev)
         graph_model = self.models[True]
         graph_step = median_per_call(lambda: graph_model.step(x, y), 20, repeats, dev) \
-            if graph_model._loss_graph.compiled else None
+            if graph_model.loss_graph.compiled else None
         n_ops = count_ops(self.models[False].step, x, y)
         op = max(eager_step / n_ops - launch, 0.0)
         losses = [self.models[False].step(x, y)]
@@ -110,7 +110,7 @@ class SinkBench:
             / len(batches)
         handoff = max(through - plain, 0.0)
         return Calibration(str(dev), launch, op, n_ops, sync_cost, callback, copy, prep, eager_step, graph_step,
-                           graph_model._loss_graph.compile_seconds, graph_model.graph_message,
+                           graph_model.loss_graph.compile_seconds, graph_model.graph_message,
                            async_device=dev.type == "cuda", handoff=handoff)
 
     def measure(self, steps: int = 16, sink_size: int = 8, modes: Sequence[str] = MODES, depth: int = 2,

@@ -69,14 +69,14 @@ class SinkModel:
         p = next(iter(network.parameters()), None)
         self.device = p.device if p is not None else torch.device("cpu")
         self.graph_sink = bool(graph_sink)
-        self._loss_graph = compile_step(self._forward_loss, device=self.device, mode=compile_mode,
+        self.loss_graph = compile_step(self._forward_loss, device=self.device, mode=compile_mode,
                                         enabled=self.graph_sink)
         self._checked = False
 
     @property
     def graph_message(self) -> str:
         """What the graph sink did (compiled, off, or why it fell back)."""
-        return self._loss_graph.message
+        return self.loss_graph.message
 
     def _forward_loss(self, x: Any, y: Any) -> torch.Tensor:
         return self.loss_fn(self.mp.forward(x), y)
@@ -86,9 +86,9 @@ class SinkModel:
         if not self._checked:
             check_same_device(self.network, (x, y))
             self._checked = True
-        if not self._loss_graph.compiled:
+        if not self.loss_graph.compiled:
             return train_step(self.mp, x, y, self.loss_fn, self.scaler)
-        mp, graph = self.mp, self._loss_graph   # train_step's order, with the forward + loss as one compiled graph
+        mp, graph = self.mp, self.loss_graph   # train_step's order, with the forward + loss as one compiled graph
         first, t0 = graph.calls == 0, time.perf_counter()
         with graph.cache_context():             # the kit's compile cache while forward or backward may compile
             mp.zero_grad()
