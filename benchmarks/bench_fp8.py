@@ -23,7 +23,7 @@ from _timing import interleaved
 from torch import nn
 
 from ampkit.fp8 import Fp8Recipe, amax_of, delayed_scales, dequantize, fp8_to_float, mx_exponents, quantize, to_fp8
-from ampkit.fp8.run import record_amax_run
+from ampkit.lessons.fp8_scaling import record_amax_run
 from ampkit.models import MLP
 from ampkit.widgets.fp8 import AmaxHistoryExplorer
 

@@ -24,7 +24,7 @@ from torch import nn
 
 from ampkit.data import make_blobs
 from ampkit.diagnose import RecordingScaler, StepFinding, watch
-from ampkit.diagnose.scenarios import SCENARIOS
+from ampkit.lessons.amp_in_practice import SCENARIOS
 from ampkit.scaling import DynamicLossScaler
 
 

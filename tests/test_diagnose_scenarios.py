@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from ampkit.diagnose.scenarios import SCENARIOS, diagnose_model, outlier_run, run_scenario, scenario_names
+from ampkit.lessons.amp_in_practice import SCENARIOS, diagnose_model, outlier_run, run_scenario, scenario_names
 from ampkit.models import MLP
 from ampkit.scaling import DynamicLossScaler
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from ampkit.diagnose.scenarios import SCENARIOS
+from ampkit.lessons.amp_in_practice import SCENARIOS
 from ampkit.models import MLP
 from ampkit.widgets.amp_doctor import AmpDoctor, headroom_figure, report_html, scales_figure
 
@@ -65,7 +65,7 @@ def test_every_headroom_bar_is_visible():
 
 
 def test_doctor_figure_labels_kinds():
-    from ampkit.diagnose.scenarios import run_scenario
+    from ampkit.lessons.amp_in_practice import run_scenario
     from ampkit.widgets.amp_doctor import report_figure
 
     ax = report_figure(run_scenario("fp16 forward overflow")).axes[0]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ampkit.fp8 import DelayedScaling, current_scales, delayed_scales, quant_report, recipe_formats
-from ampkit.fp8.run import flush_per_step, saturation_per_step
+from ampkit.lessons.fp8_scaling import flush_per_step, saturation_per_step
 
 
 def walk(amaxes, **kw):

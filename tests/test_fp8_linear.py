@@ -15,7 +15,7 @@ from ampkit.fp8 import (
     scaled_mm_available,
     to_fp8,
 )
-from ampkit.fp8.run import gemm_tensors, make_task, record_amax_run, train_mode
+from ampkit.lessons.fp8_scaling import gemm_tensors, make_task, record_amax_run, train_mode
 from ampkit.models import MLP
 
 

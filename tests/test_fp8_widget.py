@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from ampkit.fp8 import delayed_scales
-from ampkit.fp8.run import record_amax_run
+from ampkit.lessons.fp8_scaling import record_amax_run
 from ampkit.widgets.fp8 import AmaxHistoryExplorer, explorer_state, readout_html
 
 

@@ -203,7 +203,7 @@ def test_every_allowed_exception_is_still_needed():
     ("ampkit.classroom.hub", "from ampkit.widgets import style\n", "classroom may import only"),
     ("ampkit.classroom.hub", "import ipywidgets as W\n", "may not import ipywidgets"),
     ("ampkit.classroom.hub", "from ampkit.formats import info\n", "not ground"),
-    ("ampkit.fp8.run", "import ipywidgets\n", "engine may not import ipywidgets"),
+    ("ampkit.fp8.linear", "import ipywidgets\n", "engine may not import ipywidgets"),
     ("ampkit.scaling.rules", "from ampkit.scaling.base import _f32\n", "private name _f32"),
     ("ampkit.scaling.rules", "from .base import _f32\n", "private name _f32 from ampkit.scaling.base"),
     ("ampkit.precision.mixed", "def f(s, o):\n    return s._found_inf_per_device(o)\n", "private s._found_inf"),

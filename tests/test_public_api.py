@@ -23,7 +23,9 @@ def test_all_names_exist_once():
 
 @pytest.mark.parametrize("module", ["formats", "models", "data", "precision", "train", "scaling", "sinking",
                                     "timeline", "device", "hardware", "dtypes", "doctor", "exercises", "diagnose",
-                                    "diagnose.scenarios", "diagnose.distributed", "diagnose.replay", "fp8", "fp8.tiles",
+                                    "lessons.amp_in_practice", "diagnose.distributed", "diagnose.replay", "fp8",
+                                    "fp8.tiles", "lessons", "lessons.autocast_and_levels", "lessons.loss_scaling",
+                                    "lessons.fp8_scaling",
                                     "widgets", "widgets.start", "widgets.snapshot",
                                     "widgets.formats", "widgets.range_map", "widgets.precision", "widgets.scaling",
                                     "widgets.sinking", "widgets.train", "widgets.style", "widgets.amp_doctor",

@@ -11,6 +11,7 @@ False
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -65,6 +66,11 @@ class Slots:
         return sum(t.numel() * t.element_size() for t in self.copies)
 
 
+def _frozen(v: Any) -> bool:
+    """A frozen dataclass (a scaler's rule): a value, replaced whole, never changed in place."""
+    return dataclasses.is_dataclass(v) and type(v).__dataclass_params__.frozen
+
+
 def save_object(obj: Any, depth: int = 0) -> dict:
     """The state of a small Python object (a loss scaler): tensors cloned, lists by length (they only grow during
     a step, e.g. a history), dicts and sets copied, nested plain objects (a wrapped scaler, a history) recursively."""
@@ -77,7 +83,7 @@ def save_object(obj: Any, depth: int = 0) -> dict:
         elif isinstance(v, (dict, set)):
             saved[k] = ("copy", v, v.copy())
         elif depth < 2 and hasattr(v, "__dict__") and not isinstance(v, (nn.Module, torch.optim.Optimizer, type)) \
-                and not callable(v):
+                and not callable(v) and not _frozen(v):
             saved[k] = ("object", v, save_object(v, depth + 1))
         else:
             saved[k] = ("value", v, None)

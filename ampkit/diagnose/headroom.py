@@ -24,10 +24,11 @@ from torch import nn
 
 from ampkit._util import check_int, first_tensor
 from ampkit.dtypes import short_name
+from ampkit.formats import resolve_format
 
 __all__ = ["LayerHeadroom", "measure_headroom", "format_limits", "check_model", "check_scalar_loss", "module_kind"]
 
-_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+_MEASURED = ("fp16", "bf16", "fp32")   # short names (ampkit.dtypes), the formats headroom is measured against
 
 
 def format_limits(dtype: str | torch.dtype) -> tuple[str, float, float]:
@@ -37,9 +38,9 @@ def format_limits(dtype: str | torch.dtype) -> tuple[str, float, float]:
     ('fp16', 65504.0, 6.103515625e-05)
     """
     name = short_name(dtype)
-    if name not in _DTYPES:
-        raise ValueError(f"headroom is measured against one of {', '.join(_DTYPES)}; got {dtype!r}")
-    fi = torch.finfo(_DTYPES[name])
+    if name not in _MEASURED:
+        raise ValueError(f"headroom is measured against one of {', '.join(_MEASURED)}; got {dtype!r}")
+    fi = torch.finfo(resolve_format(name))
     return name, float(fi.max), float(fi.tiny)
 
 

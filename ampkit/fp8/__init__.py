@@ -6,7 +6,9 @@ layer. Taught in ``06_fp8_scaling.ipynb``.
 - :mod:`ampkit.fp8.mx` — MX block scaling (32 values share an E8M0 scale): OCP floor rule vs Transformer Engine's
 - :mod:`ampkit.fp8.tiles` — an fp32 scale per 1×128 tile or 128×128 block (Transformer Engine's Float8BlockScaling)
 - :mod:`ampkit.fp8.linear` — ``Fp8Linear`` (fp8 forward / e5m2 backward, fp32 products), ``torch._scaled_mm`` check
-- :mod:`ampkit.fp8.run` — fp8 vs bf16 vs fp32 training of a kit model; a recorded run's amaxes with spikes
+
+Notebook 06's own runs (fp8 vs bf16 vs fp32 training of a kit model, a recorded run's amaxes with spikes) are in
+:mod:`ampkit.lessons.fp8_scaling`.
 
 >>> compute_scale(448.0, "e4m3")
 1.0
@@ -51,7 +53,6 @@ from ampkit.fp8.quantize import (
     saturation_threshold,
     scale_inv,
 )
-from ampkit.fp8.run import AmaxRecording, RunResult, record_amax_run, train_mode
 from ampkit.fp8.tiles import (
     BLOCK_128X128,
     TILE_1X128,
@@ -70,6 +71,5 @@ __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal
            "MX_BLOCK", "ROUNDINGS", "MXReport", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize",
            "e8m0_encode", "e8m0_decode", "scale_inv",
            "mx_report", "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
-           "AmaxRecording", "RunResult", "record_amax_run", "train_mode",
            "TILE_1X128", "BLOCK_128X128", "tile_scales", "tile_quantize", "tile_dequantize", "tile_fake_quantize",
            "transpose_mismatch"]

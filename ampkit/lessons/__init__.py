@@ -10,6 +10,8 @@ module                   notebook: what it holds
 =======================  ===========================================================================================
 ``autocast_and_levels``  02: :func:`run_level`, :class:`LevelRun`, :class:`LevelRunCache`
 ``loss_scaling``         03: :func:`underflow_task`, :func:`train_task`, :func:`gradient_agreement`
+``amp_in_practice``      05: the AMP doctor's broken runs (``run_scenario``, ``outlier_run``, ``SCENARIOS``)
+``fp8_scaling``          06: fp8 vs bf16 vs fp32 runs (``train_mode``), recorded amaxes (``record_amax_run``)
 =======================  ===========================================================================================
 
 >>> from ampkit.lessons import underflow_task

@@ -2,7 +2,7 @@
 evidence, re-run it with the fix applied. Also the notebook's two evidence figures (headroom per layer, scale
 histories).
 
-The logic is :func:`ampkit.diagnose.scenarios.run_scenario`; this module only draws its :class:`DoctorReport`.
+The logic is :func:`ampkit.lessons.amp_in_practice.run_scenario`; this module only draws its :class:`DoctorReport`.
 
 >>> fig = headroom_figure(["a", "b"], {"fp16": [3.0, -1.0]})
 >>> fig.axes[0].get_title()
@@ -18,9 +18,16 @@ import ipywidgets as W
 import matplotlib.colors as mcolors
 from matplotlib.patches import Patch
 
-from ampkit.diagnose.scenarios import DoctorReport, run_scenario, scenario_names
-from ampkit.widgets import snapshot
-from ampkit.widgets.style import BAND_COLOURS, STATUS_COLOURS, dtype_colour, mark_nonfinite, new_figure, png_bytes
+from ampkit.lessons.amp_in_practice import DoctorReport, run_scenario, scenario_names
+from ampkit.widgets.style import (
+    BAND_COLOURS,
+    STATUS_COLOURS,
+    WidgetView,
+    dtype_colour,
+    mark_nonfinite,
+    new_figure,
+    png_bytes,
+)
 
 __all__ = ["headroom_figure", "scales_figure", "report_html", "report_figure", "AmpDoctor"]
 
@@ -133,7 +140,7 @@ def report_html(report: DoctorReport) -> str:
             f"<span class='ampkit-doctor-fix'><b>Fix:</b> {html.escape(report.fix)}</span></div>")
 
 
-class AmpDoctor:
+class AmpDoctor(WidgetView):
     """Dropdown of scenarios, "Run" and "Run with the fix" buttons, the report and its evidence figure.
 
     ``AmpDoctor(model=m, batch=(x, y))`` adds your own model as the "my model" choice. ``.run(fixed)`` is what the
@@ -174,5 +181,3 @@ class AmpDoctor:
         self.image.layout.width = f"{int(fig.get_figwidth() * fig.dpi)}px"
         return self.report
 
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)

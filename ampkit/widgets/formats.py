@@ -22,8 +22,8 @@ from functools import partial
 import ipywidgets as W
 
 from ampkit.formats import FORMATS, Decomposition, decompose, explain, format_name, info, parse_value, toggle_bit
-from ampkit.widgets import snapshot
 from ampkit.widgets.range_map import RangeMap, format_label
+from ampkit.widgets.style import WidgetView
 
 __all__ = ["FloatExplorer", "RangeMap", "FIELD_COLOURS", "bits_row_html", "summary_table_html"]
 
@@ -109,7 +109,7 @@ def _message_html(notes: list[str], error: str | None = None) -> str:
     return f"<ul class='ampkit-note' style='margin:2px 0'>{items}</ul>"
 
 
-class FloatExplorer:
+class FloatExplorer(WidgetView):
     """Type a number or drag the log slider; see how each format stores it, bit by bit. Click a bit to flip it.
 
     ``.text`` (the text box), ``.slider`` (log2 scale, magnitudes 2^-150 … 2^129), ``.bitstrings[fmt]`` (the
@@ -235,5 +235,3 @@ class FloatExplorer:
         if self.range_map is not None:
             self.range_map.set_value(self.value)
 
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)

@@ -1,6 +1,6 @@
 """Notebook 06's widget: the amax-history explorer.
 
-A thin view over :mod:`ampkit.fp8` (``delayed_scales``, ``current_scales``) and :mod:`ampkit.fp8.run`
+A thin view over :mod:`ampkit.fp8` (``delayed_scales``, ``current_scales``) and :mod:`ampkit.lessons.fp8_scaling`
 (``record_amax_run``, ``saturation_per_step``, ``flush_per_step``). A recorded fp8 run's per-step amax (activation
 or gradient, with spikes); sliders for the history length and the margin and a choice of ``amax_compute_algo`` give
 the scale each step would have cast with — delayed vs just-in-time side by side — and the fraction of that step's
@@ -15,7 +15,7 @@ import ipywidgets as W
 import torch
 
 from ampkit.fp8 import ALGOS, current_scales, delayed_scales, fp8_max, fp8_min_subnormal
-from ampkit.fp8.run import AmaxRecording, flush_per_step, record_amax_run, saturation_per_step
+from ampkit.lessons.fp8_scaling import AmaxRecording, flush_per_step, record_amax_run, saturation_per_step
 from ampkit.widgets.style import (
     BAND_COLOURS,
     DPI,
@@ -96,7 +96,8 @@ def readout_html(s: ExplorerState) -> str:
 class AmaxHistoryExplorer(WidgetView):
     """Sliders for history length and margin, a choice of algorithm and tensor → per-step scales and saturation.
 
-    ``recording``: an :class:`~ampkit.fp8.run.AmaxRecording` (default: :func:`~ampkit.fp8.run.record_amax_run`).
+    ``recording``: an :class:`~ampkit.lessons.fp8_scaling.AmaxRecording` (default:
+    :func:`~ampkit.lessons.fp8_scaling.record_amax_run`).
     """
 
     def __init__(self, recording: AmaxRecording | None = None, history_len: int = 16, margin: int = 0,

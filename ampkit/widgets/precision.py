@@ -17,8 +17,15 @@ from ampkit.device import autocast_dtypes, device_report
 from ampkit.dtypes import short_name
 from ampkit.lessons.autocast_and_levels import LevelRun, LevelRunCache
 from ampkit.precision import LEVELS, LayerTrace, resolve_level, speed_phrase
-from ampkit.widgets import snapshot
-from ampkit.widgets.style import DTYPE_COLOURS, STATUS_COLOURS, dtype_colour, freeze_layout, new_figure, png_bytes
+from ampkit.widgets.style import (
+    DTYPE_COLOURS,
+    STATUS_COLOURS,
+    WidgetView,
+    dtype_colour,
+    freeze_layout,
+    new_figure,
+    png_bytes,
+)
 
 __all__ = ["OLevelPicker", "dtype_table_html", "summary_html", "MEMORY_FIELDS"]
 
@@ -72,7 +79,7 @@ def summary_html(run: LevelRun, ref: LevelRun) -> str:
             f"<ul>{''.join(parts)}</ul></div>")
 
 
-class OLevelPicker:
+class OLevelPicker(WidgetView):
     """An O-level slider (O0 → O3) and a dtype toggle (dtypes with native hardware support marked ⚡) for one small
     model: per-layer dtype table, memory bars and loss curve against O0, measured step time.
 
@@ -264,5 +271,3 @@ class OLevelPicker:
         self.ax_mem.set_ylim(0, top * 1.15)
         self.mem_title.set_text(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}")
 
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)

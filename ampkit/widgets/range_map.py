@@ -21,7 +21,7 @@ from ampkit._util import check_positive_finite
 from ampkit.dtypes import short_name
 from ampkit.formats import FORMATS, Classification, classify, format_name, range_bands
 from ampkit.widgets import snapshot
-from ampkit.widgets.style import BAND_COLOURS, BAND_LABELS, DPI, new_figure, png_bytes
+from ampkit.widgets.style import BAND_COLOURS, BAND_LABELS, DPI, WidgetView, new_figure, png_bytes
 
 __all__ = ["RangeMap", "format_label"]
 
@@ -39,7 +39,7 @@ def format_label(fmt) -> str:
     return f"fp8 {short_name(name)}" if name.startswith("float8") else short_name(name)
 
 
-class RangeMap:
+class RangeMap(WidgetView):
     """Every format's range on one log2 axis, with a marker for a value (and, optionally, a histogram of values).
 
     The figure (axes and the format bands) is drawn once and sent once as a PNG (``.image``). What moves is an
@@ -282,5 +282,3 @@ class RangeMap:
         """The figure sent (PNG bytes): axes and bands; the marker and histogram are the HTML overlay."""
         return self.image.value
 
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)

@@ -21,8 +21,7 @@ from matplotlib.patches import Patch
 
 from ampkit.sinking import calibrate
 from ampkit.timeline import GPU_LIKE, KINDS, LANES, MODES, SimParams, Summary, Timeline, gantt_bars, summarise
-from ampkit.widgets import snapshot
-from ampkit.widgets.style import DPI, STATUS_COLOURS, freeze_layout, new_figure, png_bytes
+from ampkit.widgets.style import DPI, STATUS_COLOURS, WidgetView, freeze_layout, new_figure, png_bytes
 
 __all__ = ["SinkTimeline", "KIND_COLOURS", "KIND_LABELS", "gantt_figure", "measured_figure", "summary_html"]
 
@@ -159,7 +158,7 @@ def measured_figure(measured: Mapping[str, object], predicted: Mapping[str, floa
     return fig
 
 
-class SinkTimeline:
+class SinkTimeline(WidgetView):
     """Sliders for mode, sink_size, data-prep time, launch overhead, ops per step and op time (+ whether the device
     runs asynchronously, as a GPU does) → the simulated timeline.
 
@@ -299,8 +298,6 @@ class SinkTimeline:
                              "</span>")
         self._update()
 
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)
 
 
 def _clip(value: float, slider: W.FloatLogSlider) -> float:

@@ -14,7 +14,7 @@ import ipywidgets as W
 
 from ampkit.device import Ratio, speed_words
 from ampkit.formats import RoundTrip, compare_formats, format_name
-from ampkit.widgets import snapshot
+from ampkit.widgets.view import WidgetView
 
 __all__ = ["RoundingSlider", "rounding_table_html", "device_speed_figure"]
 
@@ -37,7 +37,7 @@ def rounding_table_html(rows: list[RoundTrip]) -> str:
             f"<table>{head}{''.join(body)}</table></div>")
 
 
-class RoundingSlider:
+class RoundingSlider(WidgetView):
     """A log-scale slider (1e-9 … 1e6) and a live table of how each format stores the value.
 
     >>> demo = RoundingSlider(value=1e-8)
@@ -63,8 +63,6 @@ class RoundingSlider:
         self.rows = compare_formats(value, self.fmts)
         self.table.value = rounding_table_html(self.rows)
 
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)
 
 
 def device_speed_figure(rep):

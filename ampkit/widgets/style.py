@@ -20,7 +20,7 @@ True
 Widgets redraw by *blitting*: :func:`blit_background` draws the figure once without its moving artists and keeps
 the pixels; :func:`blit_png` restores them, draws only the moving artists and encodes the canvas (a few ms instead
 of a full draw). :class:`WidgetView` is the base every widget view shares (redraw on a control change, display its
-``widget`` box).
+``widget`` box with a still picture); it lives in :mod:`ampkit.widgets.view` (no matplotlib) and is exported here.
 
 >>> line, = fig.subplots().plot([0, 1], [0, 1])
 >>> freeze_layout(fig)
@@ -39,7 +39,7 @@ from matplotlib.figure import Figure
 from PIL import Image as PILImage  # a dependency of matplotlib
 
 from ampkit.dtypes import short_name
-from ampkit.widgets import snapshot
+from ampkit.widgets.view import WidgetView
 
 __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DPI", "new_figure", "png_bytes",
            "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png", "canvas_png",
@@ -149,20 +149,3 @@ def canvas_png(fig: Figure) -> bytes:
     PILImage.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1
                         ).save(buf, format="png", compress_level=1)
     return buf.getvalue()
-
-
-class WidgetView:
-    """Base of the kit's widget views: ``_update()`` redraws on any control change (``_on_change``, the observer),
-    and the view displays as its ``widget`` box (an ipywidgets container built by the subclass) with a still
-    picture of its first state beside it (:mod:`ampkit.widgets.snapshot`) for readers without a kernel."""
-
-    widget: object
-
-    def _update(self) -> None:
-        raise NotImplementedError
-
-    def _on_change(self, change: dict) -> None:
-        self._update()
-
-    def _ipython_display_(self) -> None:
-        snapshot.display(self.widget)

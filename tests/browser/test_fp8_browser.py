@@ -18,7 +18,7 @@ def saturating_steps(text: str) -> int:
 
 def expected_steps(history_len: int) -> int:
     """What the readout must say for the activation, algorithm "max", margin 0, computed like the widget does."""
-    from ampkit.fp8.run import record_amax_run
+    from ampkit.lessons.fp8_scaling import record_amax_run
     from ampkit.widgets.fp8 import explorer_state
 
     threads = torch.get_num_threads()

@@ -1,5 +1,5 @@
-"""The broken runs the AMP doctor offers: each reproduced on a kit model, diagnosed by the kit's tools, and re-run
-with its fix applied.
+"""Notebook 05's experiments: the broken runs the AMP doctor offers, each reproduced on a kit model, diagnosed by
+the kit's tools (:mod:`ampkit.diagnose`), and re-run with its fix applied. A lesson, above the engine.
 
 Taught in ``05_amp_in_practice.ipynb`` (and shown by ``ampkit.widgets.amp_doctor``). :func:`run_scenario` returns a
 :class:`DoctorReport`: the diagnosis (one sentence with the evidence's numbers), the fix, the evidence series for a

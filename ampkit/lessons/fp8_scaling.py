@@ -1,5 +1,6 @@
-"""Training a small kit model in simulated fp8 next to bf16 and fp32, and recording a run's per-step amaxes (with
-spikes) for the amax-history explorer. Taught in ``06_fp8_scaling.ipynb``.
+"""Notebook 06's experiments: a small kit model trained in simulated fp8 next to bf16 and fp32, and a run's
+per-step amaxes (with spikes) recorded for the amax-history explorer. Taught in ``06_fp8_scaling.ipynb``; a lesson,
+above the engine (:mod:`ampkit.fp8`), which does not know it.
 
 The model is :class:`ampkit.models.MLP` on :func:`ampkit.data.make_blobs`; the fp8 model is the same model with
 every ``nn.Linear`` swapped for :class:`~ampkit.fp8.linear.Fp8Linear`. A "spike" multiplies one step's input batch

@@ -1,0 +1,30 @@
+"""The one base of the kit's widget views: :class:`WidgetView` (exported by :mod:`ampkit.widgets.style` too).
+
+Every view in :mod:`ampkit.widgets` (``FloatExplorer``, ``RangeMap``, ``RoundingSlider``, ``OLevelPicker``,
+``VisualLossScaler``, ``ScalerReplay``, ``SinkTimeline``, ``AmpDoctor``, ``AmaxHistoryExplorer``,
+``BlockScalingExplorer``) derives from it, so each displays the same way: its live ``widget`` box with a still
+picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel. No matplotlib here, so
+``from ampkit.widgets import RoundingSlider`` stays light. Used in every notebook that shows a widget (00–06).
+"""
+from __future__ import annotations
+
+__all__ = ["WidgetView"]
+
+
+class WidgetView:
+    """Base of the kit's widget views: ``_update()`` redraws on any control change (``_on_change``, the observer),
+    and the view displays as its ``widget`` box (an ipywidgets container built by the subclass) with a still
+    picture of its first state beside it (:mod:`ampkit.widgets.snapshot`) for readers without a kernel."""
+
+    widget: object
+
+    def _update(self) -> None:
+        raise NotImplementedError
+
+    def _on_change(self, change: dict) -> None:
+        self._update()
+
+    def _ipython_display_(self) -> None:
+        from ampkit.widgets import snapshot  # ipywidgets and PIL: loaded when a view is shown
+
+        snapshot.display(self.widget)
