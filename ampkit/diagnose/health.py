@@ -1,9 +1,9 @@
-"""Scaler health: record a loss scaler's history with a thin wrapper, then classify the run.
+"""Scaler health: record a loss scaler's history with a thin wrapper, then classify the run (:func:`classify_run`).
 
 Taught in ``05_amp_in_practice.ipynb``. :class:`RecordingScaler` wraps ``torch.amp.GradScaler`` or any ampkit scaler
 (the same calls) and records, per step: the scale used, whether the step was skipped (a non-finite gradient after
 unscaling), the largest unscaled gradient magnitude and the fraction of non-zero gradient values that the scaled
-fp16 gradient would hold below fp16's smallest normal (subnormal or flushed). :func:`classify` reads such a
+fp16 gradient would hold below fp16's smallest normal (subnormal or flushed). :func:`classify_run` reads such a
 :class:`ScalerHistory` (recorded, or built by hand) and returns a :class:`Diagnosis`:
 
 - ``persistent``: the last steps are all skipped, so the scale halves on every step (torch's GradScaler has no
@@ -18,7 +18,7 @@ fp16 gradient would hold below fp16's smallest normal (subnormal or flushed). :f
 - ``healthy``: none of these (skips while the scale calibrates at the start, or right after it grew, are normal).
 
 >>> h = ScalerHistory(scales=[2.0**16 / 2**i for i in range(10)], skipped=[True] * 10)
->>> classify(h).kind
+>>> classify_run(h).kind
 'persistent'
 """
 from __future__ import annotations
@@ -31,9 +31,9 @@ import torch
 
 from ampkit._util import check_int, check_number
 
-__all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify", "KINDS"]
+__all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN_KINDS"]
 
-KINDS: tuple[str, ...] = ("healthy", "persistent", "transient", "scale too low", "growth too slow")
+RUN_KINDS: tuple[str, ...] = ("healthy", "persistent", "transient", "scale too low", "growth too slow")
 FP16_TINY = float(torch.finfo(torch.float16).tiny)
 FP16_MAX = float(torch.finfo(torch.float16).max)
 
@@ -123,7 +123,7 @@ class RecordingScaler:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """A class from :data:`KINDS`, the evidence (one sentence with numbers) and the suggested fix."""
+    """A class from :data:`RUN_KINDS`, the evidence (one sentence with numbers) and the suggested fix."""
 
     kind: str
     evidence: str
@@ -156,7 +156,7 @@ def _run_length(flags: list[bool]) -> int:
     return n
 
 
-def classify(history: ScalerHistory, persistent_steps: int = 5, small_threshold: float = 0.1) -> Diagnosis:
+def classify_run(history: ScalerHistory, persistent_steps: int = 5, small_threshold: float = 0.1) -> Diagnosis:
     """Classify a run from its scaler ``history`` (see the module docstring for the classes).
 
     ``persistent_steps`` (an int >= 1): how many skipped steps in a row at the end make a run ``persistent``
@@ -164,7 +164,8 @@ def classify(history: ScalerHistory, persistent_steps: int = 5, small_threshold:
     median share of gradient values below fp16's smallest normal above which the scale is too low.
     """
     if not isinstance(history, ScalerHistory):
-        raise TypeError(f"classify takes a ScalerHistory (RecordingScaler(...).history); got {type(history).__name__}")
+        raise TypeError(f"classify_run takes a ScalerHistory (RecordingScaler(...).history); "
+                        f"got {type(history).__name__}")
     persistent_steps = check_int("persistent_steps", persistent_steps, minimum=1)
     small_threshold = check_number("small_threshold", small_threshold, example="0.1")
     if not 0.0 <= small_threshold <= 1.0:

@@ -21,7 +21,7 @@ from torch import nn
 from ampkit._util import check_int
 from ampkit.data import make_blobs
 from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_headroom
-from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify
+from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import NonFiniteHunter
 from ampkit.dtypes import short_name
 from ampkit.models import MLP
@@ -142,7 +142,7 @@ def _log_of_zero(fixed: bool) -> DoctorReport:
         z = out * 50
         return F.cross_entropy(out, target) - 0.01 * (torch.softmax(z, 1) * torch.log_softmax(z, 1)).sum(1).mean()
     losses, rec = _train(model, X, y, 12, torch.float16, torch.amp.GradScaler("cpu"), stable if fixed else naive)
-    d = classify(rec.history)
+    d = classify_run(rec.history)
     return DoctorReport("log of zero", fixed, d.kind == "healthy", f"{d.kind}: {d.evidence}",
                         "applied: log_softmax" if fixed else
                         "compute log-probabilities with torch.log_softmax in fp32, "
@@ -155,7 +155,7 @@ def _transient(fixed: bool) -> DoctorReport:
     # default, False, refills the count only when the scale grows, so the second spike would still halve it)
     scaler = DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True) if fixed else torch.amp.GradScaler("cpu")
     losses, rec = _train(model, X, y, 16, torch.float16, scaler, poison=frozenset({5, 11}))
-    d = classify(rec.history)
+    d = classify_run(rec.history)
     drops = sum(1 for a, b in zip(rec.history.scales, rec.history.scales[1:]) if b < a)
     often = ("; 2 spikes in 16 steps come far more often than the scale grows back (growth_interval=2000), so "
              "each one lowers it for good" if drops else "; the skipped steps left the scale unchanged")
@@ -172,7 +172,7 @@ def _scale_too_low(fixed: bool) -> DoctorReport:
     scaler = torch.amp.GradScaler("cpu") if fixed else torch.amp.GradScaler("cpu", init_scale=1.0,
                                                                              growth_interval=10 ** 6)
     losses, rec = _train(model, X, y, 12, torch.float16, scaler, lambda o, t: F.cross_entropy(o, t) * 1e-4)
-    d = classify(rec.history)
+    d = classify_run(rec.history)
     return DoctorReport("scale too low", fixed, d.kind == "healthy", f"{d.kind}: {d.evidence}",
                         "applied: torch.amp.GradScaler('cpu') defaults (init_scale 2**16)" if fixed else d.fix,
                         _scales(rec, losses))
