@@ -5,6 +5,8 @@ own: :mod:`ampkit.lessons.amp_in_practice`).
 Taught in ``05_amp_in_practice.ipynb``. Logic only (data in, data out); the view is
 ``ampkit.widgets.amp_doctor``.
 """
+from __future__ import annotations
+
 from ampkit.diagnose.headroom import LayerHeadroom, check_model, check_scalar_loss, format_limits, measure_headroom
 from ampkit.diagnose.health import RUN_KINDS, Diagnosis, RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import AnomalyFinding, NonFiniteEvent, NonFiniteHunter, anomaly_report, hunt

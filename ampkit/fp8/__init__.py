@@ -13,9 +13,10 @@ Notebook 06's own runs (fp8 vs bf16 vs fp32 training of a kit model, a recorded 
 >>> compute_scale(448.0, "e4m3")
 1.0
 """
+from __future__ import annotations
+
 from ampkit.fp8.delayed import (
     ALGOS,
-    RECIPES,
     DelayedScaling,
     StepResult,
     current_scales,
@@ -24,8 +25,6 @@ from ampkit.fp8.delayed import (
 )
 from ampkit.fp8.linear import Fp8Linear, Fp8Recipe, fp8_matmul, scaled_mm_agrees, scaled_mm_available, to_fp8
 from ampkit.fp8.mx import (
-    MX_BLOCK,
-    ROUNDINGS,
     MXReport,
     e8m0_decode,
     e8m0_encode,
@@ -36,7 +35,6 @@ from ampkit.fp8.mx import (
     mx_report,
 )
 from ampkit.fp8.quantize import (
-    FP8_FORMATS,
     QuantReport,
     amax_of,
     compute_scale,
@@ -54,22 +52,20 @@ from ampkit.fp8.quantize import (
     scale_inv,
 )
 from ampkit.fp8.tiles import (
-    BLOCK_128X128,
-    TILE_1X128,
-    tile_dequantize,
     tile_fake_quantize,
-    tile_quantize,
     tile_scales,
     transpose_mismatch,
 )
 
-__all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
-           "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float", "QuantReport",
-           "quant_report",
-           "current_scale",
-           "ALGOS", "RECIPES", "recipe_formats", "DelayedScaling", "StepResult", "delayed_scales", "current_scales",
-           "MX_BLOCK", "ROUNDINGS", "MXReport", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize",
-           "e8m0_encode", "e8m0_decode", "scale_inv",
-           "mx_report", "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
-           "TILE_1X128", "BLOCK_128X128", "tile_scales", "tile_quantize", "tile_dequantize", "tile_fake_quantize",
-           "transpose_mismatch"]
+__all__ = [
+    # one scale per tensor
+    "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of", "current_scale", "quantize",
+    "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float", "QuantReport", "quant_report", "scale_inv",
+    # delayed scaling and the recipes
+    "ALGOS", "recipe_formats", "DelayedScaling", "StepResult", "delayed_scales", "current_scales",
+    # MX blocks and fp32 tiles
+    "MXReport", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize", "mx_report", "e8m0_encode",
+    "e8m0_decode", "tile_scales", "tile_fake_quantize", "transpose_mismatch",
+    # the simulated fp8 linear layer
+    "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
+]

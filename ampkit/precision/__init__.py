@@ -17,24 +17,11 @@ Taught in ``02_autocast_and_levels.ipynb``. One idea per module:
 """
 from __future__ import annotations
 
-from ampkit._util import map_tensors  # noqa: F401  (old home, kept importable until ampkit.sinking switches)
 from ampkit.precision.checks import AdamStep, EvalGap, adam_step_in, evaluate_under_autocast
-from ampkit.precision.frameworks import (
-    PADDLE_BF16_BLACK,
-    PADDLE_BF16_WHITE,
-    PADDLE_FP16_BLACK,
-    PADDLE_FP16_WHITE,
-    PROBE_TO_PADDLE,
-    TORCH_TO_PADDLE,
-    fp32_matmul,
-    paddle_list,
-    paddle_rows,
-    run_as,
-)
+from ampkit.precision.frameworks import fp32_matmul, paddle_list, paddle_rows, run_as
 from ampkit.precision.levels import (
     LEVEL_MAP,
     LEVELS,
-    NORM_TYPES,
     level_label,
     level_map_rows,
     resolve_level,
@@ -46,16 +33,15 @@ from ampkit.precision.trace import LayerTrace, MemoryReport, memory_report, trac
 
 __all__ = [
     # levels
-    "LEVELS", "LEVEL_MAP", "NORM_TYPES", "resolve_level", "level_map_rows", "level_label", "speed_phrase",
+    "LEVELS", "LEVEL_MAP", "resolve_level", "level_map_rows", "level_label", "speed_phrase",
     # applying a level
     "apply_level", "MixedPrecision",
     # trace and memory
     "LayerTrace", "trace_dtypes", "MemoryReport", "memory_report",
     # op probe
     "OpProbe", "DOCUMENTED_AUTOCAST", "probe_autocast_ops",
-    # Paddle's lists, PyTorch's per-op overrides
-    "PADDLE_FP16_WHITE", "PADDLE_FP16_BLACK", "PADDLE_BF16_WHITE", "PADDLE_BF16_BLACK", "TORCH_TO_PADDLE",
-    "PROBE_TO_PADDLE", "paddle_list", "paddle_rows", "run_as", "fp32_matmul",
+    # Paddle's lists (the tables themselves: ampkit.precision.frameworks), PyTorch's per-op overrides
+    "paddle_list", "paddle_rows", "run_as", "fp32_matmul",
     # numerical checks
     "AdamStep", "adam_step_in", "EvalGap", "evaluate_under_autocast",
 ]

@@ -16,7 +16,7 @@ module              holds
 ``base``            the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
 ``scalers``         :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
 ``defaults``        :data:`SCALER_DEFAULTS` — dynamic-scaler defaults across frameworks, generated from the presets
-``framework_rules`` Apex and DeepSpeed rules (a float64 scale), from source; every framework rule by one import
+``framework_rules`` Apex and DeepSpeed rules (a float64 scale), from source (built by name with :func:`preset`)
 ``tensor_rules``    Paddle, MindSpore (functional), Keras 3, tf.keras 2, jmp rules (a float32 scale), from source
 ``presets``         :func:`preset` (one constructor per framework), :func:`describe`, :func:`replay_presets`
 ``gradients``       capture gradients, classify them at a scale (:func:`scale_report`, :func:`safe_window`)
@@ -76,17 +76,6 @@ from ampkit.scaling import defaults as _defaults
 from ampkit.scaling.base import StepRecord
 from ampkit.scaling.defaults import TABLE_COLUMNS
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
-from ampkit.scaling.framework_rules import (
-    ApexDynamicRule,
-    DeepSpeedDynamicRule,
-    JmpDynamicLossScale,
-    JmpDynamicRule,
-    KerasLossScaleRule,
-    MindSporeFunctionalRule,
-    PaddleGradScalerRule,
-    RunStopped,
-    TFKeras2LossScaleRule,
-)
 from ampkit.scaling.gradients import (
     SAFE_MAX_FLUSHED,
     ScaleReport,
@@ -128,18 +117,14 @@ __all__ = [
     # gradients at a scale
     "capture_gradients", "log2_histogram", "ScaleReport", "scale_report", "scale_sweep", "safe_window",
     "SAFE_MAX_FLUSHED",
-    # rules and replays
+    # the dynamic rule, rules and replays
     "DynamicRule", "DynamicState",
     "ScaleRule", "DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule",
     "Replay", "replay", "RuleReplay", "parse_flags", "replay_flags", "replay_grad_max", "log2_ceiling",
     "LegacyCall", "legacy_amp_spellings",
-]
-__all__ += [
-    # every framework's rule as a preset, and the table generated from them
+    # every framework's rule as a preset (the rule classes: ampkit.scaling.framework_rules, .tensor_rules)
     "TABLE_COLUMNS", "PRESETS", "Preset", "RuleSummary", "preset", "preset_names", "preset_arguments", "describe",
-    "defaults_table", "replay_presets", "RunStopped", "ApexDynamicRule", "PaddleGradScalerRule",
-    "MindSporeFunctionalRule", "KerasLossScaleRule", "TFKeras2LossScaleRule", "JmpDynamicLossScale",
-    "JmpDynamicRule", "DeepSpeedDynamicRule",
+    "defaults_table", "replay_presets",
 ]
 
 
