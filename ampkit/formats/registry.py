@@ -32,6 +32,7 @@ _ALIASES: dict[str, str] = {
     "fp16": "float16", "half": "float16",
     "bf16": "bfloat16",
     "fp8": "float8_e4m3fn", "e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "float8_e4m3": "float8_e4m3fn",
+    "e4m3fn": "float8_e4m3fn",
     "e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2",
 }
 

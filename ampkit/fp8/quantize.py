@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_int
+from ampkit.dtypes import short_name
+from ampkit.formats import resolve_format
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
            "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float", "QuantReport",
@@ -44,8 +46,6 @@ __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal
 
 #: The two fp8 formats, by the kit's short name.
 FP8_FORMATS: dict[str, torch.dtype] = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
-_ALIASES = {"e4m3": "e4m3", "e4m3fn": "e4m3", "float8_e4m3fn": "e4m3", "fp8_e4m3": "e4m3",
-            "e5m2": "e5m2", "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2"}
 _FP32_MAX = torch.finfo(torch.float32).max
 
 
@@ -55,17 +55,16 @@ def fp8_name(fmt: str | torch.dtype) -> str:
     >>> fp8_name(torch.float8_e4m3fn), fp8_name("E5M2")
     ('e4m3', 'e5m2')
     """
-    if isinstance(fmt, torch.dtype):
-        for name, dt in FP8_FORMATS.items():
-            if dt == fmt:
-                return name
-        raise ValueError(f"unknown fp8 format {fmt}; valid: 'e4m3' (torch.float8_e4m3fn), 'e5m2' (torch.float8_e5m2)")
-    if not isinstance(fmt, str):
+    if not isinstance(fmt, (str, torch.dtype)):
         raise TypeError(f"an fp8 format is 'e4m3' or 'e5m2' (or a torch float8 dtype); got {type(fmt).__name__}")
-    key = fmt.strip().lower().removeprefix("torch.")
-    if key not in _ALIASES:
-        raise ValueError(f"unknown fp8 format {fmt!r}; valid: 'e4m3' (torch.float8_e4m3fn), 'e5m2' (torch.float8_e5m2)")
-    return _ALIASES[key]
+    try:                                     # the kit's one name map (ampkit.formats, ampkit.dtypes)
+        name = short_name(resolve_format(fmt))
+    except ValueError:
+        name = None
+    if name not in FP8_FORMATS:
+        shown = fmt if isinstance(fmt, torch.dtype) else repr(fmt)
+        raise ValueError(f"unknown fp8 format {shown}; valid: 'e4m3' (torch.float8_e4m3fn), 'e5m2' (torch.float8_e5m2)")
+    return name
 
 
 def fp8_dtype(fmt: str | torch.dtype) -> torch.dtype:
