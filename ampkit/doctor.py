@@ -20,8 +20,8 @@ from ampkit._version import TORCH_TESTED
 
 __all__ = ["Check", "run_checks", "main", "check_device", "check_torch_features", "cpu_flags_detail", "CPU_FLAGS"]
 
-FIX = ("Fix: run `make lab` from the kit's folder "
-       f"(or `pip install torch=={TORCH_TESTED} && pip install -e '.[test]'` in your venv).")
+FIX = ("Fix: run `make lab` from the kit's folder (or, in your venv, "
+       f"`pip install -c constraints.txt torch=={TORCH_TESTED} && pip install -c constraints.txt -e .`).")
 _TORCH_FLOOR = ".".join(TORCH_TESTED.split(".")[:2])
 
 

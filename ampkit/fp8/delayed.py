@@ -34,7 +34,6 @@ recorded run at once (vectorised, the same numbers), :func:`current_scales` the 
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import torch
@@ -48,6 +47,7 @@ from ampkit.fp8.quantize import (
     compute_scale,
     fp8_max,
     fp8_name,
+    one_number,
     quant_report,
     quantize,
 )
@@ -148,13 +148,8 @@ class DelayedScaling:
 
 def _check_amax(amax) -> float:
     """One recorded amax: a number ≥ 0, inf or NaN (TypeError / ValueError otherwise)."""
-    if isinstance(amax, torch.Tensor):
-        if amax.numel() != 1:
-            raise ValueError(f"amax must be one number (a tensor with one element); got shape {tuple(amax.shape)}")
-        amax = float(amax)
-    if isinstance(amax, bool) or not isinstance(amax, numbers.Real):
-        raise TypeError(f"amax must be a number >= 0, inf or NaN; got {type(amax).__name__} {amax!r}")
-    if float(amax) < 0:
+    amax = one_number(amax, "amax must be a number >= 0, inf or NaN")
+    if amax < 0:
         raise ValueError(f"amax must be a number >= 0, inf or NaN (a largest magnitude); got {amax!r}")
     return float(amax)
 

@@ -41,8 +41,8 @@ from ampkit.dtypes import short_name
 from ampkit.formats import resolve_format
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
-           "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float", "QuantReport",
-           "quant_report", "current_scale", "scale_inv", "to_fp32"]
+           "one_number", "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float",
+           "QuantReport", "quant_report", "current_scale", "scale_inv", "to_fp32"]
 
 #: The two fp8 formats, by the kit's short name.
 FP8_FORMATS: dict[str, torch.dtype] = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -120,6 +120,22 @@ def to_fp32(value: float) -> float:
     return float(torch.tensor(float(value), dtype=torch.float32))
 
 
+def one_number(value, want: str) -> float:
+    """``value`` (a real number or a one-element tensor) as a Python float; ``want`` says what was expected and
+    starts both errors (TypeError for a non-number, ValueError for a tensor of several elements).
+
+    >>> one_number(torch.tensor([2.5]), "amax must be a number")
+    2.5
+    """
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"{want} (a tensor with one element); got shape {tuple(value.shape)}")
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{want}; got {type(value).__name__} {value!r}")
+    return float(value)
+
+
 def compute_scale(amax: float | torch.Tensor, fmt: str | torch.dtype = "e4m3", margin: int = 0,
                   previous: float = 1.0) -> float:
     """``fp8_max * 2**-margin / amax`` in fp32; ``previous`` when ``amax`` is 0, negative, inf or NaN; fp32's max
@@ -129,13 +145,7 @@ def compute_scale(amax: float | torch.Tensor, fmt: str | torch.dtype = "e4m3", m
     below half its smallest subnormal is 0 (previous scale kept)."""
     margin = check_margin(margin)
     previous = check_scale(previous, "previous (the scale to keep)")
-    if isinstance(amax, torch.Tensor):
-        if amax.numel() != 1:
-            raise ValueError(f"amax must be one number (a tensor with one element); got shape {tuple(amax.shape)}")
-        amax = float(amax)
-    elif isinstance(amax, bool) or not isinstance(amax, numbers.Real):
-        raise TypeError(f"amax must be a number; got {type(amax).__name__} {amax!r}")
-    amax = to_fp32(amax)
+    amax = to_fp32(one_number(amax, "amax must be one number"))
     if not (math.isfinite(amax) and amax > 0):
         return previous
     target = torch.tensor(fp8_max(fmt), dtype=torch.float32) * torch.tensor(2.0 ** -margin, dtype=torch.float32)
@@ -163,12 +173,7 @@ def amax_of(x: torch.Tensor) -> float:
 def check_scale(scale, name: str = "scale") -> float:
     """``scale`` as a positive finite fp32 number (a Python float holding it); TypeError / ValueError otherwise."""
     want = f"{name} must be a positive finite fp32 number (at most {_FP32_MAX:.4g}, e.g. 1.0)"
-    if isinstance(scale, torch.Tensor):
-        if scale.numel() != 1:
-            raise ValueError(f"{want}; got a tensor of shape {tuple(scale.shape)}")
-        scale = float(scale)
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"{want}; got {type(scale).__name__} {scale!r}")
+    scale = one_number(scale, want)
     s32 = to_fp32(scale)
     if not (math.isfinite(s32) and s32 > 0):
         shown = "" if s32 == float(scale) or math.isnan(s32) else f" (in fp32: {s32!r})"
