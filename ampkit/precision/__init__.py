@@ -7,7 +7,8 @@ Taught in ``02_autocast_and_levels.ipynb``. One idea per module:
 - :mod:`~ampkit.precision.trace`: :func:`trace_dtypes` (dtypes per layer) and :func:`memory_report`;
 - :mod:`~ampkit.precision.probe`: :func:`probe_autocast_ops`, autocast's op lists found by running them;
 - :mod:`~ampkit.precision.frameworks`: Paddle's white/black/gray lists, :func:`run_as`, :func:`fp32_matmul`;
-- :mod:`~ampkit.precision.checks`: one Adam step in fp16/bf16, evaluation under autocast.
+- :mod:`~ampkit.precision.checks`: one Adam step in fp16/bf16, evaluation under autocast;
+- :mod:`~ampkit.precision.bf16_updates`: bf16 weights that stop learning, and Kahan / stochastic-rounding updates.
 
 >>> import torch
 >>> from ampkit.models import build_model
@@ -17,6 +18,7 @@ Taught in ``02_autocast_and_levels.ipynb``. One idea per module:
 """
 from __future__ import annotations
 
+from ampkit.precision.bf16_updates import BF16Updates, apply_update, plateau_experiment, stochastic_round
 from ampkit.precision.checks import AdamStep, EvalGap, adam_step_in, evaluate_under_autocast
 from ampkit.precision.frameworks import fp32_matmul, paddle_list, paddle_rows, run_as
 from ampkit.precision.levels import (
@@ -44,4 +46,6 @@ __all__ = [
     "paddle_list", "paddle_rows", "run_as", "fp32_matmul",
     # numerical checks
     "AdamStep", "adam_step_in", "EvalGap", "evaluate_under_autocast",
+    # bf16 weight updates (notebook 07, to come)
+    "BF16Updates", "apply_update", "stochastic_round", "plateau_experiment",
 ]
