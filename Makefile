@@ -26,7 +26,7 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-loaded install install-test lock doctor notebooks bench clean check-python
+.PHONY: help lab test test-gpu test-loaded install install-test lock doctor notebooks bench clean check-python
 
 # `make` alone: every target with its `## ` comment, one line each (read from the Makefile and make/*.mk).
 help: ## this list
@@ -63,6 +63,13 @@ lab: $(STAMP) ## open JupyterLab on notebooks/ (LAB_ROOT=workshop: the learner c
 test: $(TEST_STAMP) ## ruff, then every test (LATEST=1: against the newest versions, in .venv-latest)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# On a CUDA GPU: tests/gpu (autocast's CUDA lists, tensor-core decisions, fp16/bf16 speed printed, torch._scaled_mm
+# fp8, the GradScaler drop-in) and every notebook. With no GPU (or a CPU build of torch) it prints one line saying so
+# and exits 2 before running anything; the CPU wheel has no CUDA: `make test-gpu VENV=.venv-cuda` (README).
+test-gpu: $(TEST_STAMP) ## tests/gpu and every notebook on a CUDA GPU (needs a CUDA build of torch)
+	@$(BIN)/python tests/gpu/needs_cuda.py
+	$(BIN)/python -m pytest tests/gpu notebooks $(PYTEST_ARGS)
 
 # Nothing a learner sees may depend on timing: the browser suite three times in a row with both cores kept busy
 # by two busy-loop processes (started and stopped by tests/browser/busyload.py). Green every time, or it's a bug.

@@ -1,0 +1,63 @@
+"""Real fp8 matmuls on the GPU: ``torch._scaled_mm`` on e4m3 inputs runs where the compute capability is >= 8.9
+(Ada, Hopper, Blackwell) and agrees with the kit's simulated fp8 (``ampkit.fp8``: dequantize, fp32 matmul) within
+``scaled_mm_agrees``'s documented tolerance (rtol 1e-5, atol 1e-5 x the largest output); below 8.9 it refuses."""
+import pytest
+import torch
+from _gpu_expect import expected_scaled_mm
+
+from ampkit.fp8 import current_scale, dequantize, quantize, scaled_mm_agrees, scaled_mm_available
+from ampkit.fp8.linear import fp8_matmul
+
+
+def _inputs(m: int = 64, n: int = 32, k: int = 128, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, k, generator=g) * 3.0, torch.randn(n, k, generator=g) * 0.05
+
+
+def test_scaled_mm_runs_exactly_where_the_capability_says(cuda):
+    cap = tuple(torch.cuda.get_device_capability(cuda))
+    if torch.version.hip:
+        pytest.skip("ROCm: torch._scaled_mm's rule is MI300+, not a compute capability")
+    assert scaled_mm_available(cuda) == expected_scaled_mm(cap), cap
+
+
+def test_quantizing_on_the_gpu_gives_the_cpu_bits(cuda):
+    a, _ = _inputs()
+    s = current_scale(a, "e4m3")
+    assert current_scale(a.to(cuda), "e4m3") == s
+    for fmt in ("e4m3", "e5m2"):
+        on_gpu, on_cpu = quantize(a.to(cuda), s, fmt).cpu(), quantize(a, s, fmt)
+        assert torch.equal(on_gpu.view(torch.uint8), on_cpu.view(torch.uint8)), fmt
+        assert torch.equal(dequantize(quantize(a.to(cuda), s, fmt), s).cpu(), dequantize(on_cpu, s))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scaled_mm_agrees_with_the_simulation(cuda, seed, capsys):
+    if not scaled_mm_available(cuda):
+        pytest.skip(f"torch._scaled_mm does not run on sm_{''.join(map(str, torch.cuda.get_device_capability(cuda)))}")
+    a, b = _inputs(seed=seed)
+    a, b = a.to(cuda), b.to(cuda)
+    assert scaled_mm_agrees(a, b, "e4m3")
+    sa, sb = current_scale(a, "e4m3"), current_scale(b, "e4m3")
+    aq, bq = quantize(a, sa, "e4m3"), quantize(b, sb, "e4m3")
+    real = fp8_matmul(aq, sa, bq, sb, "scaled_mm")
+    sim_cpu = fp8_matmul(aq.cpu(), sa, bq.cpu(), sb, "simulate")   # the kit's simulation, on the CPU
+    diff = (real.cpu() - sim_cpu).abs().max().item()
+    scale = sim_cpu.abs().max().item()
+    with capsys.disabled():
+        print(f"\n_scaled_mm e4m3 64x128 @ 128x32 vs the simulation on the CPU: max |diff| {diff:.3g} "
+              f"({diff / scale:.2g} of the largest output; bit-exact: {torch.equal(real.cpu(), sim_cpu)})")
+    assert real.dtype == torch.float32 and real.shape == (64, 32)
+    assert diff <= 1e-5 * scale
+
+
+def test_a_wrong_scale_is_caught(cuda):
+    """The planted bug: a scale applied twice is far outside the tolerance (the check can fail)."""
+    if not scaled_mm_available(cuda):
+        pytest.skip("torch._scaled_mm does not run on this GPU")
+    a, b = (t.to(cuda) for t in _inputs())
+    sa, sb = current_scale(a, "e4m3"), current_scale(b, "e4m3")
+    aq, bq = quantize(a, sa, "e4m3"), quantize(b, sb, "e4m3")
+    real = fp8_matmul(aq, sa, bq, sb, "scaled_mm")
+    wrong = fp8_matmul(aq, sa * sa, bq, sb, "simulate")
+    assert not torch.allclose(real, wrong, rtol=1e-5, atol=1e-5 * float(wrong.abs().max()))
