@@ -51,6 +51,19 @@ def test_scaled_mm_agrees_with_the_simulation(cuda, seed, capsys):
     assert diff <= 1e-5 * scale
 
 
+def test_scaled_mm_is_bit_exact_on_small_integers(cuda):
+    """Integers in [-8, 8] are exact in e4m3 and every partial sum (|sum| <= 32 * 64) is exact in any accumulator of
+    12 or more bits, so here the GPU's fp8 matmul and the simulation must agree bit for bit, whatever the order."""
+    if not scaled_mm_available(cuda):
+        pytest.skip("torch._scaled_mm does not run on this GPU")
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(-8, 9, (32, 32), generator=g).float()
+    b = torch.randint(-8, 9, (16, 32), generator=g).float()
+    aq, bq = quantize(a.to(cuda), 1.0, "e4m3"), quantize(b.to(cuda), 1.0, "e4m3")
+    real = fp8_matmul(aq, 1.0, bq, 1.0, "scaled_mm").cpu()
+    assert torch.equal(real, a @ b.t()) and torch.equal(real, fp8_matmul(aq.cpu(), 1.0, bq.cpu(), 1.0, "simulate"))
+
+
 def test_a_wrong_scale_is_caught(cuda):
     """The planted bug: a scale applied twice is far outside the tolerance (the check can fail)."""
     if not scaled_mm_available(cuda):

@@ -37,9 +37,9 @@ def test_tensor_core_decision_follows_the_compute_capability(cuda):
 def test_fp16_bf16_vs_fp32_matmul_speed_is_printed(cuda, n, capsys):
     """A measurement shown beside the decision (median and range of interleaved repeats); never asserted."""
     rep = device_report(cuda, probe_size=n)
-    tf32 = torch.backends.cuda.matmul.allow_tf32
+    precision = torch.get_float32_matmul_precision()   # "highest": fp32 matmuls do not use TF32
     with capsys.disabled():
-        print(f"\n{n}x{n} matmul on {rep.name} (fp32 matmuls use TF32: {tf32}):")
+        print(f"\n{n}x{n} matmul on {rep.name} (float32 matmul precision: {precision!r}):")
         for dt in rep.autocast_dtypes:
             print(f"  {format_name(dt)}: {rep.verdict(dt)}; measured {rep.measured(dt)}")
     assert set(rep.ratios) == set(rep.autocast_dtypes)
