@@ -63,3 +63,11 @@ def test_accumulate_long_sums():
     assert abs(accumulate(torch.full((10_000,), 1e-4), "fp16", accumulator="fp32")[-1].item() - 1.0) < 1e-3
     assert accumulate([448.0, 448.0], "e4m3").tolist() == [448.0, 448.0]  # saturates
     assert accumulate([60000.0, 60000.0], "fp16").tolist() == [60000.0, math.inf]
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16", "bf16", "e4m3", "e5m2"])
+def test_ulp_at_zero_and_below_half_the_smallest_subnormal_is_the_smallest_subnormal(fmt):
+    tiny = info(fmt).smallest_subnormal
+    assert ulp(0.0, fmt) == ulp(-0.0, fmt) == tiny
+    assert ulp(tiny / 4, fmt) == tiny          # rounds to zero: the spacing there is still the smallest subnormal
+    assert ulp(tiny, fmt) == tiny

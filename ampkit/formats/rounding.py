@@ -148,6 +148,8 @@ def ulp(values: float | torch.Tensor, fmt: str | torch.dtype) -> float | torch.T
 
     >>> ulp(1.0, "fp16"), ulp(2048.0, "fp16"), ulp(1.0, "bf16")
     (0.0009765625, 2.0, 0.0078125)
+    >>> ulp(0.0, "fp16") == info("fp16").smallest_subnormal == 2.0**-24
+    True
     """
     fi = info(fmt)
     scalar = not isinstance(values, torch.Tensor)
@@ -155,6 +157,7 @@ def ulp(values: float | torch.Tensor, fmt: str | torch.dtype) -> float | torch.T
     stored = t.to(fi.dtype).to(torch.float64)
     _, exp = torch.frexp(stored.abs())
     e = torch.clamp(exp.to(torch.float64) - 1, min=fi.emin)
+    e = torch.where(stored == 0, torch.full_like(e, fi.emin), e)   # frexp(0) has exponent 0: zero sits at the bottom
     out = torch.pow(2.0, e - fi.mantissa_bits)
     a = t.abs()
     over = (a > fi.overflow_threshold) | ((a == fi.overflow_threshold) & fi.overflow_tie_up)
