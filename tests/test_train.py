@@ -279,3 +279,11 @@ def test_wrong_type_is_type_error_wrong_value_is_value_error():
         run_level("mlp", "O0", steps=1, num_threads=0)
     with pytest.raises(TypeError, match="num_threads"):
         run_level("mlp", "O0", steps=1, num_threads=1.5)
+
+
+def test_run_level_refuses_the_language_model_with_a_clear_error():
+    from ampkit.lessons.autocast_and_levels import CLASSIFIERS, run_level
+
+    assert "mlp" in CLASSIFIERS and "decoder" not in CLASSIFIERS
+    with pytest.raises(ValueError, match=r"classifier models .*'decoder'.*lm_loss"):
+        run_level("decoder", "O1", "bf16", steps=1)
