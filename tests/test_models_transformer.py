@@ -12,6 +12,9 @@ from torch import nn
 
 from ampkit.data import CHAR_VOCAB, char_batches, make_corpus
 from ampkit.models import ATTENTIONS, CausalSelfAttention, DecoderLM, RMSNorm, build_model, lm_loss
+from ampkit.precision import apply_level
+from ampkit.protocols import as_scaler
+from ampkit.train import train_step
 
 SMALL = {"vocab_size": 11, "context": 16, "d_model": 16, "n_heads": 2, "n_layers": 2}
 
@@ -133,24 +136,14 @@ def one_thread():
 
 
 def _train(dtype, steps, lr=1e-2):
-    """A tiny decoder on the corpus; returns the losses (autocast in ``dtype``; fp16 with GradScaler("cpu"))."""
+    """A tiny decoder on the corpus through the kit's one training step: O0 (fp32) or O1 autocast in ``dtype``,
+    fp16 with GradScaler("cpu"); returns the mean loss of the first and of the last five steps."""
     ids = CHAR_VOCAB.encode(make_corpus(8192, seed=0))
     m = build_model("decoder", seed=0, context=32, d_model=32, n_heads=2, n_layers=1)
-    opt = torch.optim.Adam(m.parameters(), lr=lr)
-    scaler = torch.amp.GradScaler("cpu") if dtype == torch.float16 else None
-    losses = []
-    for x, y in char_batches(ids, 8, context=32, seed=0, steps=steps):
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            loss = lm_loss(m(x), y)
-        opt.zero_grad()
-        if scaler is None:
-            loss.backward()
-            opt.step()
-        else:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        losses.append(loss.item())
+    mp = apply_level(m, torch.optim.Adam(m.parameters(), lr=lr), "O0" if dtype is None else "O1", dtype or "bf16")
+    scaler = as_scaler(torch.amp.GradScaler("cpu")) if dtype == torch.float16 else None
+    losses = [train_step(mp, x, y, lm_loss, scaler).item()
+              for x, y in char_batches(ids, 8, context=32, seed=0, steps=steps)]
     assert all(math.isfinite(v) for v in losses)
     if scaler is not None:
         assert scaler.get_scale() > 1.0
