@@ -31,7 +31,7 @@ from ampkit.scaling import (
     capture_gradients,
     replay_flags,
 )
-from ampkit.scaling.presets import defaults_table, preset_names
+from ampkit.scaling.presets import PRESETS, defaults_table, preset_names
 from ampkit.widgets.scaling import ScalerReplay, VisualLossScaler
 
 
@@ -92,9 +92,16 @@ def widget_latencies() -> dict[str, float]:
         t0 = time.perf_counter()
         rp.interval.value = v
         rtimes.append(time.perf_counter() - t0)
+    every = ScalerReplay([1e-6 * (1 + (i % 7)) for i in range(150)], presets=tuple(PRESETS))
+    ptimes = []
+    for k in range(40):
+        t0 = time.perf_counter()
+        every.init.value = k
+        ptimes.append(time.perf_counter() - t0)
     return {"build": build, "slider first visit (median)": statistics.median(first),
             "slider first visit (max)": max(first), "slider revisit (median)": statistics.median(again),
-            "format switch (all 49 positions computed)": switch, "replay slider (median)": statistics.median(rtimes)}
+            "format switch (all 49 positions computed)": switch, "replay slider (median)": statistics.median(rtimes),
+            f"replay with all {len(PRESETS)} presets, init slider (median)": statistics.median(ptimes)}
 
 
 def rule_replays() -> dict[str, float]:

@@ -186,17 +186,14 @@ def test_replay_shows_a_stopped_deepspeed_run():
     assert len(rp._preset_lines["deepspeed"].get_ydata()) == r.stopped_at + 1
 
 
-def test_replay_preset_update_is_fast_enough():
-    """Median update with every preset selected, on a 150-step run (target <= 50 ms; asserted loosely at 150)."""
-    import statistics
-    import time
-
+def test_replay_with_every_preset_follows_the_init_slider():
+    """With every preset started at the slider's scale, each preset's line is redrawn on a move (the update's
+    speed is measured in benchmarks/bench_scaling.py, never asserted here)."""
     from ampkit.scaling.presets import PRESETS
 
     rp = ScalerReplay([1e-6 * (1 + (i % 7)) for i in range(150)], presets=tuple(PRESETS))
-    times = []
-    for k in range(0, 40):
-        t = time.perf_counter()
-        rp.init.value = k
-        times.append(time.perf_counter() - t)
-    assert statistics.median(times) < 0.150
+    rp.start_at_init.value = True
+    before = {name: list(line.get_ydata()) for name, line in rp._preset_lines.items()}
+    rp.init.value = rp.init.value + 3
+    after = {name: list(line.get_ydata()) for name, line in rp._preset_lines.items()}
+    assert set(after) == set(PRESETS) and all(after[n] != before[n] for n in PRESETS)
