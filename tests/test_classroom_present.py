@@ -3,7 +3,9 @@ and `make present` with a bad name (the list of notebooks, exit 2, no traceback)
 really runs and its slider moves) is tests/browser/test_present_browser.py."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,11 +20,14 @@ from ampkit.classroom import present
 from ampkit.classroom.present import (
     DEFAULT_PORT,
     NOTEBOOKS,
+    TEMPLATE,
+    TEMPLATE_ROOT,
     banner,
     list_notebooks,
     resolve_notebook,
     served_url,
     voila_command,
+    voila_env,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +75,8 @@ def test_command_serves_one_notebook_on_loopback_with_code_hidden():
     assert Path(cmd[3]).resolve() == NOTEBOOKS / "03_loss_scaling.ipynb"
     assert "--Voila.ip=127.0.0.1" in cmd and "--port=8870" in cmd
     assert "--Voila.port_retries=0" in cmd                      # the URL printed is the one served
-    assert not [a for a in cmd if "strip_sources" in a or "template" in a]  # Voilà's default: inputs hidden
+    assert not [a for a in cmd if "strip_sources" in a]  # Voilà's default: inputs hidden
+    assert [a for a in cmd if "template" in a] == ["--template=ampkit"]  # the kit's offline template
     assert "--no-browser" not in cmd and not [a for a in cmd if "token" in a]
 
 
@@ -213,3 +219,49 @@ def test_main_says_what_to_install_without_voila(monkeypatch, capsys):
     assert present.main(["03", f"--port={_free_port()}", "--no-browser"]) == 2
     err = capsys.readouterr().err
     assert "Voilà is not installed" in err and "make install" in err and "pip install voila" in err
+
+
+# ---- nothing from outside this machine (issue 22, item 6); the browser test records every request of the page ----
+
+VOILA_TEMPLATES = Path(sys.prefix) / "share" / "jupyter" / "voila" / "templates"
+OURS = TEMPLATE_ROOT / "voila" / "templates" / TEMPLATE
+URL = re.compile(r"""(?:src|href)\s*=\s*["'](https?://[^"']+)""")  # what a browser would fetch (not comments)
+
+
+def test_a_template_of_your_own_replaces_the_kits():
+    cmd = voila_command("03", extra_args=["--template=reveal"])
+    assert [a for a in cmd if "template" in a] == ["--template=reveal"]  # Voilà takes one template, not two
+
+
+def test_voila_env_puts_the_kits_template_first_and_keeps_the_rest():
+    env = voila_env({"PATH": "/bin", "JUPYTER_PATH": os.pathsep.join(["/a", str(TEMPLATE_ROOT), "/b"])})
+    assert env["JUPYTER_PATH"].split(os.pathsep) == [str(TEMPLATE_ROOT), "/a", "/b"] and env["PATH"] == "/bin"
+    assert voila_env({})["JUPYTER_PATH"] == str(TEMPLATE_ROOT)
+    assert (TEMPLATE_ROOT / "voila" / "templates" / TEMPLATE / "index.html.j2").is_file()
+
+
+def _removed_links() -> list[str]:
+    return re.findall(r"replace\('(<link [^']+>)', ''\)", (OURS / "index.html.j2").read_text())
+
+
+def test_the_kits_template_removes_every_cdn_link_of_voilas_lab_template():
+    """Every URL of Voilà's installed lab/index.html.j2 is in a <link> that the kit's template removes, verbatim (a
+    link Voilà changes or adds makes this fail before a stalled network finds it)."""
+    pytest.importorskip("voila")
+    lab = (VOILA_TEMPLATES / "lab" / "index.html.j2").read_text()
+    removed = _removed_links()
+    assert len(removed) == 2 and all(link in lab for link in removed)
+    urls = URL.findall(lab)
+    assert urls and all(any(u in link for link in removed) for u in urls), urls
+    assert json.loads((OURS / "conf.json").read_text())["base_template"] == "lab"
+
+
+def test_the_kits_page_html_is_voilas_without_its_cdn_link():
+    """page.html (Voilà's tree and error pages) is Voilà's base/page.html with lab's stylesheets and no URL."""
+    pytest.importorskip("voila")
+    base = (VOILA_TEMPLATES / "base" / "page.html").read_text()
+    ours = (OURS / "page.html").read_text()
+    assert URL.findall(base) and not URL.findall(ours)
+    body = [ln.strip() for ln in base.splitlines() if ln.strip() and "cdn.jsdelivr" not in ln]
+    assert all(ln in ours for ln in body)
+    assert 'include_css("static/index.css")' in ours

@@ -11,9 +11,14 @@ is deliberate: ``--ip=0.0.0.0`` (then a token is required, made up if not given)
 kernel for every visit (each open tab or reload is one kernel, started and run before the widgets appear), so a
 dashboard opened by 30 learners is 30 kernels on this machine.
 
-The functions are pure (paths and command lines); only :func:`main` starts a process. Voilà is not imported here:
-it is run as ``python -m voila`` with this Python (the kit's venv under ``make``), whose ``python3`` kernel is
-the same venv.
+Nothing is loaded from outside this machine (a stalled venue network must not hold the projected page): Voilà runs
+with the kit's template ``ampkit`` (``ampkit/classroom/jupyter/voila/templates/ampkit/``: Voilà's ``lab`` template
+without its two Font Awesome links to a CDN; Voilà's own bundle already serves Font Awesome), found through
+``JUPYTER_PATH`` (:func:`voila_env`).
+
+The functions are pure (paths, command lines and environments); only :func:`main` starts a process. Voilà is not
+imported here: it is run as ``python -m voila`` with this Python (the kit's venv under ``make``), whose ``python3``
+kernel is the same venv.
 
 >>> resolve_notebook("03").name
 '03_loss_scaling.ipynb'
@@ -36,8 +41,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["ROOT", "NOTEBOOKS", "DEFAULT_IP", "DEFAULT_PORT", "list_notebooks", "resolve_notebook", "voila_command",
-           "served_url", "banner", "main"]
+__all__ = ["ROOT", "NOTEBOOKS", "DEFAULT_IP", "DEFAULT_PORT", "TEMPLATE", "TEMPLATE_ROOT", "list_notebooks",
+           "resolve_notebook", "voila_command", "voila_env", "served_url", "banner", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -47,6 +52,10 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 # Notebook 7's JupyterLab add-on is loaded by Voilà's page when enabled and logs errors there: no use in a dashboard.
 VOILA_DENYLIST = ("@jupyter-notebook/lab-extension",)
+#: The kit's Voilà template (Voilà's ``lab`` with no request leaving this machine) and the Jupyter data folder that
+#: holds it (``<TEMPLATE_ROOT>/voila/templates/<TEMPLATE>/``), put on ``JUPYTER_PATH`` by :func:`voila_env`.
+TEMPLATE = "ampkit"
+TEMPLATE_ROOT = Path(__file__).resolve().parent / "jupyter"
 
 
 def list_notebooks(folder: str | Path = NOTEBOOKS) -> list[Path]:
@@ -94,7 +103,8 @@ def voila_command(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: 
     or, with ``notebook=None``, Voilà's tree of ``folder``. Bound to ``ip`` (loopback by default) on exactly ``port``
     (no silent move to another port: the URL printed is the one served); code hidden (Voilà's default, not changed).
 
-    ``extra_args`` go to Voilà unchanged (e.g. ``--theme=dark``)."""
+    ``extra_args`` go to Voilà unchanged (e.g. ``--theme=dark``); a ``--template=NAME`` there replaces the kit's
+    offline template :data:`TEMPLATE` (Voilà's own templates load Font Awesome from a CDN)."""
     if isinstance(port, bool) or not isinstance(port, int):
         raise TypeError(f"port must be an int between 1 and 65535; got {port!r}")
     if not 1 <= port <= 65535:
@@ -102,13 +112,26 @@ def voila_command(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: 
     if not isinstance(ip, str) or not ip.strip():
         raise ValueError(f"ip must be an address such as {DEFAULT_IP} (this machine only) or 0.0.0.0; got {ip!r}")
     target = resolve_notebook(notebook, folder) if notebook else Path(folder)
+    own_template = any(str(a).startswith(("--template", "--VoilaConfiguration.template")) for a in extra_args)
     cmd = [python, "-m", "voila", _relative(target), f"--Voila.ip={ip}", f"--port={port}", "--Voila.port_retries=0",
+           *([] if own_template else [f"--template={TEMPLATE}"]),
            *(f"--VoilaConfiguration.extension_denylist={x}" for x in VOILA_DENYLIST)]
     if not open_browser:
         cmd.append("--no-browser")
     if token:
         cmd.append(f"--Voila.token={token}")
     return cmd + [str(a) for a in extra_args]
+
+
+def voila_env(env: dict) -> dict:
+    """A copy of ``env`` for the Voilà process: :data:`TEMPLATE_ROOT` first on ``JUPYTER_PATH`` (Voilà finds
+    templates under ``<each JUPYTER_PATH entry>/voila/templates/``), the caller's own entries kept after it.
+
+    >>> voila_env({"JUPYTER_PATH": "/mine"})["JUPYTER_PATH"] == os.pathsep.join([str(TEMPLATE_ROOT), "/mine"])
+    True
+    """
+    paths = [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != str(TEMPLATE_ROOT)]
+    return {**env, "JUPYTER_PATH": os.pathsep.join([str(TEMPLATE_ROOT), *paths])}
 
 
 def served_url(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: str = DEFAULT_IP,
@@ -210,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     print("$ " + shlex.join(cmd), flush=True)
     # Voilà gets the terminal's Ctrl-C too (same process group), also when this was started with SIGINT ignored
     restore = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if os.name == "posix" else None
-    proc = subprocess.Popen(cmd, env=dict(os.environ), preexec_fn=restore)
+    proc = subprocess.Popen(cmd, env=voila_env(dict(os.environ)), preexec_fn=restore)
     # Ctrl-C and `kill` stop it, however it was started: a shell that runs a job in the background (nohup, `&`, CI
     # runners) starts it with SIGINT *ignored*, and Python then keeps ignoring it unless told otherwise
     previous = _on_signals(_interrupt)

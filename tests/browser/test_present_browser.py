@@ -1,6 +1,7 @@
 """Presenter mode in a real browser: `make present NB=03_loss_scaling` serves notebook 03 with Voilà; the visual loss
-scaler's slider moves under the keyboard, the readout and the histogram follow, no code is on the page and the console
-is clean.
+scaler's slider moves under the keyboard, the readout and the histogram follow, no code is on the page, the console
+is clean, and every request the page makes goes to 127.0.0.1 (nothing from a CDN: a stalled venue network must not
+hold the projected page).
 
 The server is started from the very command line `make present` runs (read with ``make -n``, plus a free port, a
 token and --no-browser through PRESENT_ARGS), so the test covers the make target, ampkit.classroom.present and Voilà
@@ -46,10 +47,10 @@ def present_command(nb: str, port: int, token: str) -> list[str]:
 
 
 @pytest.fixture
-def presenter(tmp_path):
+def presenter(tmp_path, request):
     _require_chromium()
     port, token = _free_port(), secrets.token_hex(16)
-    cmd = present_command(NB, port, token)
+    cmd = present_command(getattr(request, "param", NB), port, token)
     log_path = tmp_path / "present.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=isolated_env(tmp_path), stdout=log, stderr=subprocess.STDOUT,
@@ -75,6 +76,12 @@ def presenter(tmp_path):
         log.close()
 
 
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname or ""
+
+
 def _code_lines(notebook: str) -> list[str]:
     """Distinctive source lines of the notebook's code cells (imports and assignments): none may be on the page."""
     lines = []
@@ -95,8 +102,10 @@ def test_make_present_shows_notebook_03_and_its_slider_moves(presenter, browser)
     assert "--Voila.ip=127.0.0.1" in banner  # the Voilà command it ran, echoed: loopback
 
     errors: list[str] = []
-    page = _open_browser_page(browser, "about:blank", errors,
-                              extra_benign=("Failed to load resource", "net::ERR_NAME_NOT_RESOLVED"))
+    page = _open_browser_page(browser, "about:blank", errors, extra_benign=("Failed to load resource",))
+    requests: list[str] = []  # every request of the page, its scripts, styles, fonts, workers and websockets
+    page.context.on("request", lambda req: requests.append(req.url))
+    page.on("websocket", lambda ws: requests.append(ws.url))
     try:
         # Voilà streams the page while it runs the notebook: "load" comes only at the end, so do not wait for it
         page.goto(f"{presenter['url']}/?token={presenter['token']}", wait_until="commit", timeout=120_000)
@@ -138,5 +147,33 @@ def test_make_present_shows_notebook_03_and_its_slider_moves(presenter, browser)
         assert page.locator("text=Error displaying widget").count() == 0
         Lab.screenshot(None, page, "present-03_loss_scaling-after", near=SLIDER)
         assert not errors, "\n".join(errors)
+
+        # nothing from outside this machine: every request (page, scripts, styles, fonts, the kernel's websocket)
+        page.wait_for_load_state("load", timeout=60_000)
+        assert len(requests) >= 10 and any(u.startswith(("ws://127.0.0.1", "wss://127.0.0.1")) for u in requests)
+        outside = sorted({u for u in requests if _host(u) != "127.0.0.1" and not u.startswith(("data:", "blob:"))})
+        assert not outside, f"requests that leave this machine: {outside}"
+        # Font Awesome (the widgets' button icons) is still declared, by Voilà's own bundle on this machine
+        assert page.evaluate("() => [...document.fonts].some(f => f.family.includes('Font Awesome 5 Free'))")
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("presenter", [""], indirect=True, ids=["tree"])
+def test_make_present_tree_loads_nothing_from_outside(presenter, browser):
+    """`make present` without NB: Voilà's file tree of notebooks/ (no kernel starts) also requests only 127.0.0.1."""
+    assert presenter["cmd"][3:4] == ["--port=" + presenter["url"].rsplit(":", 1)[1]]  # no notebook named
+    errors: list[str] = []
+    page = _open_browser_page(browser, "about:blank", errors, extra_benign=("Failed to load resource",))
+    requests: list[str] = []
+    page.context.on("request", lambda req: requests.append(req.url))
+    try:
+        page.goto(f"{presenter['url']}/?token={presenter['token']}", wait_until="load", timeout=60_000)
+        page.wait_for_selector("text=03_loss_scaling.ipynb", timeout=60_000)
+        page.wait_for_load_state("networkidle", timeout=60_000)
+        assert len(requests) >= 3
+        outside = sorted({u for u in requests if _host(u) != "127.0.0.1" and not u.startswith(("data:", "blob:"))})
+        assert not outside, f"requests that leave this machine: {outside}"
+        # (the console is not checked here: Voilà 0.5's tree page logs that the widget plugins find no kernel)
     finally:
         page.context.close()
