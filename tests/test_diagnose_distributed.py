@@ -1,10 +1,14 @@
 """The 2-process gloo recipe: identical parameters under DDP, the found_inf rule with sharded gradients, and
 nothing left running when the workers cannot start, fail, or run past the timeout."""
+import io
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from ampkit.diagnose.distributed import run_data_parallel
 
@@ -87,3 +91,31 @@ def test_bad_arguments():
         run_data_parallel(world_size=1)
     with pytest.raises(ValueError, match="start='spawn'"):
         run_data_parallel(python="/usr/bin/python3", start="fork")
+
+
+def test_fork_is_refused_and_not_the_default_once_cuda_is_initialized(monkeypatch):
+    """A forked child cannot use CUDA: after this process initialized CUDA (a GPU notebook), workers are spawned."""
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(ValueError, match="forked child cannot use CUDA"):
+        run_data_parallel(start="fork")
+
+    def no_process(*args, **kwargs):
+        raise OSError("not started: this test only looks at which start method was chosen")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)      # only the spawn path starts a Popen
+    with pytest.raises(RuntimeError, match="could not start worker process 0 .* not started"):
+        run_data_parallel()
+
+
+def test_a_forked_workers_error_reaches_its_log_under_a_kernels_streams(monkeypatch):
+    """In a Jupyter kernel sys.stderr is the kernel's stream object, not fd 2: the error must still be in the log."""
+    import ampkit.diagnose.distributed as distributed
+
+    def boom(cfg):
+        raise RuntimeError("boom from the worker")
+
+    monkeypatch.setattr(distributed, "_worker", boom)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    with pytest.raises(RuntimeError, match="(?s)rank . failed.*boom from the worker"):
+        run_data_parallel(start="fork", timeout=20)

@@ -110,6 +110,8 @@ def _forked_main(cfg: dict, log: str) -> None:
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    # in a Jupyter kernel sys.stdout/sys.stderr are the kernel's streams, not fds 1 and 2: point them at the log too
+    sys.stdout = sys.stderr = open(fd, "w", buffering=1, closefd=False)
     try:
         _worker(cfg)
     except BaseException:
@@ -130,13 +132,18 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
     rendezvous port on 127.0.0.1 (a free one by default; a taken one is a ``RuntimeError`` saying so).
     ``timeout`` (s) bounds the whole run: past it every worker is killed and ``TimeoutError`` raised. A worker
     that fails or cannot start is a ``RuntimeError`` with its error output; nothing is left running either way.
-    ``start``: ``"fork"`` (the default where the OS has it: the workers start at once, with torch already
-    imported) or ``"spawn"`` (fresh interpreters, ``python`` or this one, each importing torch: seconds).
+    ``start``: ``"fork"`` (the default where the OS has it and this process has not initialized CUDA: the workers
+    start at once, with torch already imported) or ``"spawn"`` (fresh interpreters, ``python`` or this one, each
+    importing torch: seconds; the default once CUDA is initialized, since a forked child cannot use CUDA).
     """
-    start = check_choice("start", start or ("fork" if "fork" in multiprocessing.get_all_start_methods() and python
-                                            is None else "spawn"), ("fork", "spawn"))
+    can_fork = "fork" in multiprocessing.get_all_start_methods() and python is None
+    start = check_choice("start", start or ("fork" if can_fork and not torch.cuda.is_initialized() else "spawn"),
+                         ("fork", "spawn"))
     if start == "fork" and python is not None:
         raise ValueError("python= picks the interpreter of spawned workers: use it with start='spawn'")
+    if start == "fork" and torch.cuda.is_initialized():
+        raise ValueError("start='fork' after this process has used CUDA: a forked child cannot use CUDA (PyTorch's "
+                         "multiprocessing notes), so use start='spawn' (the default once CUDA is initialized)")
     steps = check_int("steps", steps)
     mode = check_choice("mode", mode, MODES)
     scaler = check_choice("scaler", scaler, SCALERS)

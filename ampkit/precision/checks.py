@@ -34,10 +34,22 @@ class EvalGap:
     n: int
 
 
+def _model_device(model: nn.Module, device: str | torch.device | None) -> torch.device:
+    """The device ``model`` lives on (the inputs go there); ``device``, when given, must name that same device."""
+    param = next(model.parameters(), None)
+    if param is None:
+        return pick_device(device)
+    if device is not None and pick_device(device).type != param.device.type:
+        raise ValueError(f"device={str(device)!r} but the model's parameters are on {param.device}: move the model "
+                         f"there first (model.to({str(device)!r})), or leave device out to use the model's device")
+    return param.device
+
+
 def evaluate_under_autocast(model: nn.Module, X: torch.Tensor, y: torch.Tensor, dtype: str | torch.dtype = "bf16",
                             device: str | torch.device | None = None) -> EvalGap:
     """Run fp32 ``model`` on ``X`` in eval mode without autocast and under ``torch.autocast(device, dtype)``;
-    compare logits and argmax accuracy against ``y``. The model's training mode is restored.
+    ``device`` is the model's own (the kit's default device may be a GPU while a model trained on the CPU stays
+    there); compare logits and argmax accuracy against ``y``. The model's training mode is restored.
 
     >>> from ampkit.models import build_model; from ampkit.data import make_data
     >>> X, y = make_data("mlp", 64); gap = evaluate_under_autocast(build_model("mlp"), X, y)
@@ -46,7 +58,7 @@ def evaluate_under_autocast(model: nn.Module, X: torch.Tensor, y: torch.Tensor, 
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-    dev = pick_device(device)
+    dev = _model_device(model, device)
     low = check_autocast_dtype(dtype, dev)
     was_training = model.training
     model.eval()

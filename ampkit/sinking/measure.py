@@ -170,8 +170,10 @@ class RunCosts:
 
     def differences(self, calibration: Calibration) -> dict[str, float]:
         """Inside the run minus the calibration, per piece (seconds per step): ``prep``, ``step`` and ``rest``
-        (the calibration's ``sync + callback``); they add up to the run's total minus the simulator's "none"
-        step time (whose per-step sum is ``prep + copy + eager step + sync + callback``)."""
+        (the calibration's ``sync + callback``). On a device the host waits for (``async_device`` False: the CPU)
+        they add up to the run's total minus the simulator's "none" step time, which is then the sum
+        ``prep + copy + eager step + sync + callback``; on an asynchronous device (CUDA) the simulator overlaps host
+        and device, and its step is shorter than that sum."""
         return {"prep": self.prep - calibration.prep - calibration.copy,
                 "step": self.step - calibration.n_ops * (calibration.launch + calibration.op),
                 "rest": self.rest - calibration.sync - calibration.callback}

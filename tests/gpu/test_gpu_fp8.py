@@ -1,11 +1,14 @@
 """Real fp8 matmuls on the GPU: ``torch._scaled_mm`` on e4m3 inputs runs where the compute capability is >= 8.9
 (Ada, Hopper, Blackwell) and agrees with the kit's simulated fp8 (``ampkit.fp8``: dequantize, fp32 matmul) within
-``scaled_mm_agrees``'s documented tolerance (rtol 1e-5, atol 1e-5 x the largest output); below 8.9 it refuses."""
+``SCALED_MM_RTOL`` (2^-10) of the largest output; below 8.9 it refuses. The simulation is the closer one to the
+exact (float64) sum of the same products: the GPU keeps fewer bits while it accumulates (measured on an H100:
+3.3e-4 of the largest output at most for K = 128)."""
 import pytest
 import torch
 from _gpu_expect import expected_scaled_mm
 
 from ampkit.fp8 import current_scale, dequantize, quantize, scaled_mm_agrees, scaled_mm_available
+from ampkit.fp8.linear import SCALED_MM_RTOL
 from ampkit.fp8.linear import fp8_matmul
 
 
@@ -42,13 +45,18 @@ def test_scaled_mm_agrees_with_the_simulation(cuda, seed, capsys):
     aq, bq = quantize(a, sa, "e4m3"), quantize(b, sb, "e4m3")
     real = fp8_matmul(aq, sa, bq, sb, "scaled_mm")
     sim_cpu = fp8_matmul(aq.cpu(), sa, bq.cpu(), sb, "simulate")   # the kit's simulation, on the CPU
+    exact = (dequantize(aq.cpu(), sa).double() @ dequantize(bq.cpu(), sb).double().t())
     diff = (real.cpu() - sim_cpu).abs().max().item()
     scale = sim_cpu.abs().max().item()
+    gpu_err = (real.cpu().double() - exact).abs().max().item() / scale
+    sim_err = (sim_cpu.double() - exact).abs().max().item() / scale
     with capsys.disabled():
         print(f"\n_scaled_mm e4m3 64x128 @ 128x32 vs the simulation on the CPU: max |diff| {diff:.3g} "
-              f"({diff / scale:.2g} of the largest output; bit-exact: {torch.equal(real.cpu(), sim_cpu)})")
+              f"({diff / scale:.2g} of the largest output; bit-exact: {torch.equal(real.cpu(), sim_cpu)}); "
+              f"from the exact sum: GPU {gpu_err:.2g}, simulation {sim_err:.2g}")
     assert real.dtype == torch.float32 and real.shape == (64, 32)
-    assert diff <= 1e-5 * scale
+    assert diff <= SCALED_MM_RTOL * scale
+    assert sim_err < 1e-6                     # fp32 sums of exact products; the GPU's error is printed, bounded above
 
 
 def test_scaled_mm_is_bit_exact_on_small_integers(cuda):

@@ -44,3 +44,18 @@ def test_fp16_bf16_vs_fp32_matmul_speed_is_printed(cuda, n, capsys):
             print(f"  {format_name(dt)}: {rep.verdict(dt)}; measured {rep.measured(dt)}")
     assert set(rep.ratios) == set(rep.autocast_dtypes)
     assert all(r.median > 0 and r.low <= r.median <= r.high for r in rep.ratios.values())
+
+
+def test_autocast_evaluation_follows_the_models_device(cuda):
+    """Notebook 02 trains on the CPU while the kit's default device is the GPU: the evaluation runs where the model is,
+    and asking for another device is a clear error (found on the first GPU run: a deep device-mismatch traceback)."""
+    from ampkit.data import make_data
+    from ampkit.models import build_model
+    from ampkit.precision.checks import evaluate_under_autocast
+
+    net = build_model("mlp_ln", seed=0)
+    X, y = make_data("mlp_ln", seed=1)
+    assert evaluate_under_autocast(net, X, y, "bf16").n == len(y)
+    assert evaluate_under_autocast(net.to(cuda), X, y, "fp16").n == len(y)
+    with pytest.raises(ValueError, match="model's parameters are on cuda"):
+        evaluate_under_autocast(net, X, y, "bf16", device="cpu")
