@@ -96,5 +96,9 @@ lock: ## write constraints.txt: the exact version of every package in .venv (LAT
 	@test -x $(BIN)/python || { echo "make lock: no $(VENV) yet; make test$(if $(LATEST), LATEST=1) first"; exit 1; }
 	$(BIN)/python -m ampkit.classroom.lock -o $(CONSTRAINTS)
 
-clean: ## remove the venvs, caches and build outputs
-	rm -rf .venv .venv-latest $(VENV) .cache artifacts .pytest_cache build *.egg-info
+# A room (make hub: HUB_STATE, .cache/hub by default) holds every learner's work: clean refuses while one is inside
+# what it removes, and says how to back it up (make hub-backup) or delete it on purpose (make hub-reset CONFIRM=...).
+CLEAN_PATHS = .venv .venv-latest $(VENV) .cache artifacts .pytest_cache build *.egg-info
+clean: ## remove the venvs, caches and build outputs (refuses while a room is in .cache/hub)
+	@$(CLASSROOM_PYTHON) -m ampkit.classroom.backup guard --state $(HUB_STATE) $(CLEAN_PATHS)
+	rm -rf $(CLEAN_PATHS)
