@@ -132,18 +132,20 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
     rendezvous port on 127.0.0.1 (a free one by default; a taken one is a ``RuntimeError`` saying so).
     ``timeout`` (s) bounds the whole run: past it every worker is killed and ``TimeoutError`` raised. A worker
     that fails or cannot start is a ``RuntimeError`` with its error output; nothing is left running either way.
-    ``start``: ``"fork"`` (the default where the OS has it and this process has not initialized CUDA: the workers
-    start at once, with torch already imported) or ``"spawn"`` (fresh interpreters, ``python`` or this one, each
-    importing torch: seconds; the default once CUDA is initialized, since a forked child cannot use CUDA).
+    ``start``: ``"fork"`` (the default where the OS has it and torch sees no CUDA GPU: the workers start at once,
+    with torch already imported) or ``"spawn"`` (fresh interpreters, ``python`` or this one, each importing torch:
+    seconds; the default where torch sees a GPU: after a backward pass, autograd runs a thread per GPU, and a
+    forked child fails in its own backward pass, as found on the first GPU run).
     """
     can_fork = "fork" in multiprocessing.get_all_start_methods() and python is None
-    start = check_choice("start", start or ("fork" if can_fork and not torch.cuda.is_initialized() else "spawn"),
+    start = check_choice("start", start or ("fork" if can_fork and not torch.cuda.is_available() else "spawn"),
                          ("fork", "spawn"))
     if start == "fork" and python is not None:
         raise ValueError("python= picks the interpreter of spawned workers: use it with start='spawn'")
-    if start == "fork" and torch.cuda.is_initialized():
-        raise ValueError("start='fork' after this process has used CUDA: a forked child cannot use CUDA (PyTorch's "
-                         "multiprocessing notes), so use start='spawn' (the default once CUDA is initialized)")
+    if start == "fork" and torch.cuda.is_available():
+        raise ValueError("start='fork' on a machine with a CUDA GPU: a forked child can use neither CUDA nor autograd "
+                         "once this process has run a backward pass (autograd then runs a thread per GPU; PyTorch "
+                         "wiki 'Autograd and Fork'), so use start='spawn' (the default where torch sees a GPU)")
     steps = check_int("steps", steps)
     mode = check_choice("mode", mode, MODES)
     scaler = check_choice("scaler", scaler, SCALERS)
