@@ -23,6 +23,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ampkit.classroom import isolation, tls
+
 #: Learner names: lower-case letters, digits, ``-``/``_``; they become folder names under the users' directory.
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 #: SharedPasswordAuthenticator's minimum lengths (JupyterHub >= 5.3): learners' password, admin password.
@@ -37,6 +39,10 @@ CULLER_MAIN = ("import signal; signal.signal(signal.SIGINT, signal.default_int_h
 #: (``../docs/reference.md``) in ``docs/``.
 NOTEBOOKS_DIR, DOCS_DIR = "notebooks", "docs"
 _READABLE = "abcdefghjkmnpqrstuvwxyz23456789"
+#: A room's defaults, from the login storm (benchmarks/bench_storm.py -> benchmarks/results/hub_storm.json; a test
+#: checks them against it): the memory of one learner with notebook 03 open (server + kernel, rounded up to
+#: 64 MiB), the CPU-seconds one learner's server takes to start, and what the machine keeps for itself.
+LEARNER_MIB, SPAWN_CPU_S, RESERVED_MIB = 576, 3.0, 2048
 
 
 @dataclass(frozen=True)
@@ -53,11 +59,19 @@ class HubSettings:
     idle_timeout: int = 3600        # seconds without activity before the culler stops a learner's server
     cull_every: int = 300
     admins: tuple[str, ...] = ("instructor",)
-    max_servers: int = 0            # 0: no limit on running learner servers
+    max_servers: int = 0            # 0: no limit on running learner servers (default: what memory holds)
+    spawn_limit: int = 0            # servers starting at once (JupyterHub's concurrent_spawn_limit); 0: no limit
     ssl_cert: str = ""              # HTTPS: certificate and key files (both, or neither)
     ssl_key: str = ""
-    kernel_threads: int = 0         # OMP/MKL threads per learner's kernel (0: torch's default, every core)
+    kernel_threads: int = 1         # OMP/MKL threads per learner's kernel (0: torch's default, every core)
     allow_root: bool = False        # serve the room (not only this machine) from a hub running as root
+    isolate: bool = False           # every learner a system user with a private home (isolation.py; needs root)
+    mem_limit: int = 0              # bytes of address space per learner process (RLIMIT_AS); 0: none
+    terminals: bool = False         # JupyterLab terminals for learners
+    kernel_idle: int = isolation.DEFAULT_KERNEL_IDLE   # seconds before an idle kernel is stopped; 0: never
+    kernel_cull_every: int = isolation.DEFAULT_KERNEL_CULL_EVERY
+    room_view: bool = True          # the instructor's room view and the learners' reports (roomview/, report.py)
+    room_view_port: int = 0         # the room view's port on 127.0.0.1 (0: a free port)
 
     @property
     def loopback(self) -> bool:
@@ -83,6 +97,34 @@ class HubSettings:
         return workshop if any(workshop.glob("*.ipynb")) else Path(self.repo) / "notebooks"
 
 
+def machine_mib() -> int:
+    """This machine's memory in MiB (0 when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def default_max_servers(mem_mib: int) -> int:
+    """``HUB_MAX_SERVERS`` when unset: the learners this machine's memory holds with notebook 03 open, after
+    ``RESERVED_MIB`` for the system and the hub; 0 (no limit) when the memory is unknown.
+
+    >>> default_max_servers(24064), default_max_servers(0)
+    (38, 0)
+    """
+    return max(1, (mem_mib - RESERVED_MIB) // LEARNER_MIB) if mem_mib > 0 else 0
+
+
+def default_spawn_limit(cores: int, http_timeout: float = 90.0) -> int:
+    """``HUB_SPAWN_LIMIT`` when unset: as many servers starting at once as the cores start within half the hub's
+    ``http_timeout`` (each takes ``SPAWN_CPU_S`` CPU-seconds), at least 4, at most JupyterHub's default 100.
+
+    >>> default_spawn_limit(2), default_spawn_limit(64)
+    (30, 100)
+    """
+    return min(100, max(4, int(max(1, cores) * http_timeout / 2 / SPAWN_CPU_S)))
+
+
 def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
     raw = env.get(name, "")
     if raw == "":
@@ -99,8 +141,11 @@ def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
 def settings_from_env(env: dict, repo: str | os.PathLike) -> HubSettings:
     """Read ``AMPKIT_HUB_IP`` (default 127.0.0.1), ``_PORT``, ``_HUB_PORT``, ``_PROXY_API_PORT``, ``_STATE``
     (default ``.cache/hub``), ``_VENV`` (default ``.venv``), ``_IDLE_TIMEOUT`` (s), ``_CULL_EVERY`` (s),
-    ``_ADMINS`` (comma-separated, default ``instructor``), ``_MAX_SERVERS``, ``_SSL_CERT``/``_SSL_KEY`` (HTTPS),
-    ``_KERNEL_THREADS``. Bad values raise ``ValueError``."""
+    ``_ADMINS`` (comma-separated, default ``instructor``), ``_MAX_SERVERS`` (default: ``default_max_servers``),
+    ``_SPAWN_LIMIT`` (default: ``default_spawn_limit``), ``_SSL_CERT``/``_SSL_KEY`` (HTTPS),
+    ``_KERNEL_THREADS`` (default 1), ``_ISOLATE``, ``_MEM_LIMIT``, ``_TERMINALS``, ``_KERNEL_IDLE`` (s),
+    ``_KERNEL_CULL_EVERY`` (s), ``_HTTPS`` (the certificate of ``make hub-cert``), ``_ROOM_VIEW`` (default 1;
+    0: no room view), ``_ROOM_VIEW_PORT``. Bad values raise ``ValueError``."""
     repo = Path(repo)
     ip = env.get("AMPKIT_HUB_IP", "") or "127.0.0.1"
     try:
@@ -109,6 +154,13 @@ def settings_from_env(env: dict, repo: str | os.PathLike) -> HubSettings:
         raise ValueError(f"AMPKIT_HUB_IP={ip!r}: expected an IP address: 127.0.0.1 (this machine only, the "
                          "default), 0.0.0.0 (every interface) or one of this machine's addresses") from None
     cert, key = env.get("AMPKIT_HUB_SSL_CERT", ""), env.get("AMPKIT_HUB_SSL_KEY", "")
+    state_dir = str(Path(env.get("AMPKIT_HUB_STATE", "") or repo / ".cache" / "hub").absolute())
+    if _flag(env, "AMPKIT_HUB_HTTPS"):
+        cert, key = tls.hub_cert_files(state_dir, given=(cert, key))
+    isolate = _flag(env, "AMPKIT_HUB_ISOLATE")
+    mem_raw = env.get("AMPKIT_HUB_MEM_LIMIT", "")
+    mem_limit = (isolation.parse_mem_limit(mem_raw) if mem_raw
+                 else isolation.DEFAULT_MEM_LIMIT_GIB * 2**30 if isolate else 0)
     if bool(cert) != bool(key):
         raise ValueError("HTTPS needs both AMPKIT_HUB_SSL_CERT and AMPKIT_HUB_SSL_KEY (files), or neither")
     for name, path in (("AMPKIT_HUB_SSL_CERT", cert), ("AMPKIT_HUB_SSL_KEY", key)):
@@ -122,15 +174,28 @@ def settings_from_env(env: dict, repo: str | os.PathLike) -> HubSettings:
         port=_int(env, "AMPKIT_HUB_PORT", 8000, 1, 65535),
         hub_port=_int(env, "AMPKIT_HUB_HUB_PORT", 8081, 1, 65535),
         proxy_api_port=_int(env, "AMPKIT_HUB_PROXY_API_PORT", 8001, 1, 65535),
-        state_dir=str(Path(env.get("AMPKIT_HUB_STATE", "") or repo / ".cache" / "hub").absolute()),
+        state_dir=state_dir,
         venv=str(Path(env.get("AMPKIT_HUB_VENV", "") or repo / ".venv").absolute()),
         idle_timeout=_int(env, "AMPKIT_HUB_IDLE_TIMEOUT", 3600, 60, 7 * 24 * 3600),
         cull_every=_int(env, "AMPKIT_HUB_CULL_EVERY", 300, 10, 24 * 3600),
         admins=admins,
-        max_servers=_int(env, "AMPKIT_HUB_MAX_SERVERS", 0, 0, 100_000),
+        max_servers=_int(env, "AMPKIT_HUB_MAX_SERVERS", default_max_servers(machine_mib()), 0, 100_000),
+        spawn_limit=_int(env, "AMPKIT_HUB_SPAWN_LIMIT", default_spawn_limit(os.cpu_count() or 1), 0, 100_000),
         ssl_cert=str(Path(cert).absolute()) if cert else "", ssl_key=str(Path(key).absolute()) if key else "",
-        kernel_threads=_int(env, "AMPKIT_HUB_KERNEL_THREADS", 0, 0, 1024),
-        allow_root=env.get("AMPKIT_HUB_ALLOW_ROOT", "") not in ("", "0"))
+        kernel_threads=_int(env, "AMPKIT_HUB_KERNEL_THREADS", 1, 0, 1024),
+        allow_root=_flag(env, "AMPKIT_HUB_ALLOW_ROOT"),
+        isolate=isolate, mem_limit=mem_limit, terminals=_flag(env, "AMPKIT_HUB_TERMINALS"),
+        kernel_idle=_int(env, "AMPKIT_HUB_KERNEL_IDLE", isolation.DEFAULT_KERNEL_IDLE, 0, 7 * 24 * 3600),
+        kernel_cull_every=_int(env, "AMPKIT_HUB_KERNEL_CULL_EVERY", isolation.DEFAULT_KERNEL_CULL_EVERY, 5, 3600),
+        room_view=env.get("AMPKIT_HUB_ROOM_VIEW", "") in ("", "1") or _flag(env, "AMPKIT_HUB_ROOM_VIEW"),
+        room_view_port=_int(env, "AMPKIT_HUB_ROOM_VIEW_PORT", 0, 0, 65535))
+
+
+def _flag(env: dict, name: str) -> bool:
+    raw = env.get(name, "")
+    if raw not in ("", "0", "1"):
+        raise ValueError(f"{name}={raw!r}: expected 1 (on) or 0 (off)")
+    return raw == "1"
 
 
 def exposure_problem(s: HubSettings, euid: int | None = None) -> str | None:
@@ -138,6 +203,9 @@ def exposure_problem(s: HubSettings, euid: int | None = None) -> str | None:
     spawner does not change users): allowed on 127.0.0.1 (the instructor alone, as ``make lab`` as root), refused
     for the room unless ``AMPKIT_HUB_ALLOW_ROOT=1`` says the machine is disposable."""
     euid = (os.geteuid() if hasattr(os, "geteuid") else 1) if euid is None else euid
+    if s.isolate:   # the spawner switches to each learner's system user: only root may
+        return None if euid == 0 else ("HUB_ISOLATE=1 makes every learner a system user: the hub must run as root "
+                                       "(sudo make hub HUB_ISOLATE=1 ...; hub/README.md, 'Isolation')")
     if euid == 0 and not s.loopback and not s.allow_root:
         return (f"refusing to serve {s.ip} as root: every learner's code would run as root on this machine. Run "
                 "make hub as an ordinary user (recommended), or add HUB_ALLOW_ROOT=1 if this machine is a "
@@ -212,6 +280,8 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
         raise ValueError(problem)
     state = Path(s.state_dir)
     state.mkdir(parents=True, exist_ok=True)
+    if s.isolate:
+        isolation.check_isolated(s, sys.stderr)
     user_pw, user_pw_file = room_password(state, env)
     admin_pw, admin_pw_file = room_password(state, env, admin=True)
     bin_dir = Path(s.venv) / "bin"
@@ -225,6 +295,7 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
     c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
     c.JupyterHub.pid_file = str(state / "jupyterhub.pid")
     c.JupyterHub.active_server_limit = s.max_servers
+    c.JupyterHub.concurrent_spawn_limit = s.spawn_limit   # above it: 429 "Too many users trying to log in right now"
     c.ConfigurableHTTPProxy.command = [s.proxy_command]
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s.proxy_api_port}"
     c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
@@ -242,7 +313,9 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
     c.SimpleLocalProcessSpawner.home_dir_template = str(Path(s.users_dir) / "{username}")
     c.Spawner.notebook_dir = str(Path(s.users_dir) / "{username}")
     c.Spawner.cmd = [str(bin_dir / "jupyterhub-singleuser")]
-    c.Spawner.args = ["--ServerApp.allow_root=True"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    as_root = not s.isolate and hasattr(os, "geteuid") and os.geteuid() == 0
+    c.Spawner.args = (["--ServerApp.allow_root=True"] if as_root else []) + isolation.server_args(
+        s.terminals, s.kernel_idle, s.kernel_cull_every)
     c.Spawner.environment = {"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",
                              "VIRTUAL_ENV": s.venv}
     if s.kernel_threads:   # many learners on few cores: one thread pool each of `kernel_threads`, not of every core
@@ -258,6 +331,8 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
             spawner.log.info("ampkit: copied %d files from %s into %s", len(copied), source, spawner.home_dir)
 
     c.Spawner.pre_spawn_hook = first_login_copy
+    if s.isolate or s.mem_limit:   # system users (isolation.py) and/or a memory limit on every learner process
+        isolation.configure_spawner(c, s, first_login_copy)
 
     # idle culling: the server stops (the learner's files stay); the next login starts it again
     c.JupyterHub.services = [{
@@ -265,8 +340,14 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
         "command": [str(bin_dir / "python"), "-c", CULLER_MAIN, f"--timeout={s.idle_timeout}",
                     f"--cull-every={s.cull_every}"]}]
     c.JupyterHub.load_roles = [{"name": "idle-culler", "scopes": list(CULLER_SCOPES), "services": ["idle-culler"]}]
+    if s.room_view:   # the instructor's live page of the room (hub/README.md, "The room view")
+        from ampkit.classroom.roomview.hubconfig import add_room_view
+
+        add_room_view(c, s)
     print(f"ampkit hub: {s.bind_url} — learners log in with a name of their choice and the room password "
           f"{user_pw!r} ({user_pw_file}); admins {', '.join(s.admins)} use {admin_pw_file}", file=sys.stderr)
+    if s.ssl_cert:
+        print(tls.fingerprint_notice(s.ssl_cert), file=sys.stderr)
     if not s.loopback and not s.ssl_cert:
         print(f"ampkit hub: WARNING: serving {s.ip} over plain HTTP: the room password and every notebook cross "
               "the network unencrypted. Only on a network you trust, behind a firewall; HTTPS: HUB_SSL_CERT and "
