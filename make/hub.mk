@@ -37,7 +37,7 @@ HUB_ENV += AMPKIT_HUB_ISOLATE=$(HUB_ISOLATE) AMPKIT_HUB_MEM_LIMIT=$(HUB_MEM_LIMI
   AMPKIT_HUB_TERMINALS=$(HUB_TERMINALS) AMPKIT_HUB_KERNEL_IDLE=$(HUB_KERNEL_IDLE) AMPKIT_HUB_HTTPS=$(HUB_HTTPS)
 HUB_CHECK := $(BIN)/python -m ampkit.classroom.hub check --venv $(VENV) --node-prefix $(HUB_NODE)
 
-.PHONY: hub hub-install hub-check bench-hub hub-backup hub-reset hub-cert hub-users hub-users-remove test-hub
+.PHONY: hub hub-install hub-check bench-hub bench-storm hub-backup hub-reset hub-cert hub-users hub-users-remove test-hub
 
 hub-check: $(STAMP) ## check the hub's extras and HUB_* settings without starting it
 	@$(HUB_ENV) $(HUB_CHECK)
@@ -85,3 +85,9 @@ hub-reset: ## delete the room on purpose (backs up first): make hub-reset CONFIR
 bench-hub: $(STAMP) ## the room's load test: K learners at once (minutes)
 	@$(HUB_CHECK)
 	$(BIN)/python benchmarks/bench_hub.py $(BENCH_HUB_ARGS)
+
+# The login storm (not in make test: minutes): K learners log in through the login form within one minute.
+bench-storm: $(STAMP) ## the login storm: K learners log in within a minute (minutes)
+	@$(HUB_CHECK)
+	$(BIN)/python benchmarks/bench_storm.py $(BENCH_STORM_ARGS)
+	$(BIN)/python benchmarks/render_storm.py

@@ -48,6 +48,8 @@ def test_config_defaults_loopback_password_culler_venv(tmp_path, monkeypatch):
     assert c.Spawner.cmd == [str(venv_bin / "jupyterhub-singleuser")]        # the kit's venv: its kernel has ampkit
     assert c.Spawner.environment["PATH"].startswith(str(venv_bin))
     assert c.JupyterHub.spawner_class == "simple"
+    assert c.JupyterHub.concurrent_spawn_limit == hub.default_spawn_limit(os.cpu_count() or 1)   # the room's
+    assert c.JupyterHub.active_server_limit == hub.default_max_servers(hub.machine_mib())         # defaults
     assert c.SimpleLocalProcessSpawner.home_dir_template == str(tmp_path / "state" / "users" / "{username}")
     assert c.JupyterHub.db_url == f"sqlite:///{tmp_path / 'state' / 'jupyterhub.sqlite'}"
     assert c.ConfigurableHTTPProxy.command == [str(ROOT / ".venv" / "hub-node" / "node_modules" / ".bin" /
@@ -82,7 +84,9 @@ def test_config_https_and_kernel_threads(tmp_path, monkeypatch):
     assert c.JupyterHub.bind_url == "https://127.0.0.1:8000/"
     assert (c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key) == (str(cert), str(key))
     assert c.Spawner.environment["OMP_NUM_THREADS"] == "2"
-    assert "OMP_NUM_THREADS" not in _load_config(tmp_path, monkeypatch).Spawner.environment
+    assert _load_config(tmp_path, monkeypatch).Spawner.environment["OMP_NUM_THREADS"] == "1"   # the default: one
+    assert "OMP_NUM_THREADS" not in _load_config(tmp_path, monkeypatch,
+                                                 AMPKIT_HUB_KERNEL_THREADS="0").Spawner.environment
     with pytest.raises(ValueError, match="both"):
         hub.settings_from_env({"AMPKIT_HUB_SSL_CERT": str(cert)}, ROOT)
     with pytest.raises(ValueError, match="no such file"):

@@ -205,8 +205,10 @@ def test_committed_docs_match_committed_json():
 
 def test_every_region_in_the_docs_is_generated():
     bodies = rd.region_bodies(rd.load_results())
+    storm = _load("render_storm").region_bodies(None)         # the login storm's regions have their own generator
     for rel, regions in bodies.items():
-        assert sorted(rd.region_names((ROOT / rel).read_text())) == sorted(regions), rel   # none stray, none lost
+        names = sorted(n for n in rd.region_names((ROOT / rel).read_text()) if n not in storm.get(rel, {}))
+        assert names == sorted(regions), rel   # none stray, none lost
 
 
 # --- notebooks.json ---------------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ class Hub:
     """One JupyterHub from hub/jupyterhub_config.py on 127.0.0.1, with this script's token, in a temp folder.
     ``cleanup`` gets the steps that undo it: stopping the hub (and every process it left), removing the folder."""
 
-    def __init__(self, cleanup: Cleanup, venv: Path, config: Path = CONFIG):
+    def __init__(self, cleanup: Cleanup, venv: Path, config: Path = CONFIG, extra_config: str = "",
+                 env: dict | None = None, room_timeouts: bool = False):
         self.tmp = Path(tempfile.mkdtemp(prefix="ampkit-hub-bench-"))
         cleanup.add(shutil.rmtree, self.tmp, True)
         self.venv, self.token = venv, secrets.token_hex(32)
@@ -60,11 +61,14 @@ class Hub:
             f"'api_token': {self.token!r}}}]\n"
             f"c.JupyterHub.load_roles = list(c.JupyterHub.load_roles) + [{{'name': 'ampkit-bench', 'services': "
             f"['ampkit-bench'], 'scopes': ['admin:users', 'admin:servers', 'access:servers']}}]\n"
-            "c.Spawner.start_timeout = c.Spawner.http_timeout = 600   # K servers start at once on a few cores\n")
+            + ("" if room_timeouts else   # the login storm keeps the room's own spawn timeouts (what learners get)
+               "c.Spawner.start_timeout = c.Spawner.http_timeout = 600   # K servers start at once on a few cores\n")
+            + extra_config)
+        self.password = secrets.token_hex(8)     # the room password (the login storm types it into the form)
         env = {**os.environ, "AMPKIT_HUB_IP": "127.0.0.1", "AMPKIT_HUB_PORT": str(self.port),
                "AMPKIT_HUB_HUB_PORT": str(hub_port), "AMPKIT_HUB_PROXY_API_PORT": str(api_port),
                "AMPKIT_HUB_STATE": str(self.tmp / "state"), "AMPKIT_HUB_VENV": str(venv),
-               "AMPKIT_HUB_PASSWORD": secrets.token_hex(8), "AMPKIT_HUB_IDLE_TIMEOUT": "3600"}
+               "AMPKIT_HUB_PASSWORD": self.password, "AMPKIT_HUB_IDLE_TIMEOUT": "3600", **(env or {})}
         self.log_path = self.tmp / "hub.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(

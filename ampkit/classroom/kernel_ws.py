@@ -35,15 +35,18 @@ def decode_frame(raw: str | bytes) -> dict:
 
 
 class KernelSocket:
-    """One kernel's websocket (``ws://.../api/kernels/ID/channels``), authorised by an API ``token``."""
+    """One kernel's websocket (``ws://.../api/kernels/ID/channels``), authorised by an API ``token`` or, as a
+    browser does, by the learner's ``cookie`` header (with the page's ``origin``)."""
 
-    def __init__(self, url: str, token: str, timeout: float):
+    def __init__(self, url: str, token: str | None, timeout: float, cookie: str | None = None,
+                 origin: str | None = None):
         import websocket
 
         self._timeout_error = websocket.WebSocketTimeoutException
         self.session = uuid.uuid4().hex
-        self.ws = websocket.create_connection(url + f"?session_id={self.session}", timeout=timeout,
-                                              header=[f"Authorization: token {token}"])
+        header = [f"Authorization: token {token}"] if token else []
+        self.ws = websocket.create_connection(url + f"?session_id={self.session}", timeout=timeout, header=header,
+                                              cookie=cookie, origin=origin)
         self.comms: dict[str, dict] = {}
 
     def send(self, msg_type: str, content: dict, channel: str = "shell") -> str:

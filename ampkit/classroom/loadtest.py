@@ -29,6 +29,20 @@ def median(values) -> float:
     return percentile(values, 50)
 
 
+def summary(values, digits: int = 1) -> dict:
+    """``{"median", "p90", "max", "n"}`` of the measurements, rounded; nulls and n=0 when there are none (a run that
+    measured nothing keeps the shape, never a made-up number).
+
+    >>> summary([1.0, 2.0, 3.0])
+    {'median': 2.0, 'p90': 2.8, 'max': 3.0, 'n': 3}
+    """
+    xs = [float(v) for v in values]
+    if not xs:
+        return {"median": None, "p90": None, "max": None, "n": 0}
+    return {"median": round(median(xs), digits), "p90": round(percentile(xs, 90), digits),
+            "max": round(max(xs), digits), "n": len(xs)}
+
+
 def max_k_under(runs: list[dict], limit_ms: float = 200.0) -> int:
     """The largest K of the runs (``{"k", "ok", "update_ms": {"median"}}``) such that it and every smaller K ran
     without errors with a median slider update under ``limit_ms``; 0 when even the smallest does not."""
