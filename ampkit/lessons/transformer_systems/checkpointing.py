@@ -1,0 +1,104 @@
+"""Activation checkpointing under autocast: the same gradients, fewer saved activations.
+
+Taught in ``08_transformers_compiled_and_sharded.ipynb``. :func:`with_checkpointing` wraps every
+:class:`~ampkit.models.DecoderBlock` of a copy of a decoder in ``torch.utils.checkpoint.checkpoint(block, x,
+use_reentrant=False)``: the block's forward keeps only its input for backward and runs again during backward.
+:func:`checkpoint_experiment` takes one step of the kit's training step (O1 autocast) with and without it and
+compares the gradients bit for bit; :func:`saved_bytes` counts the bytes autograd saved for backward with
+``torch.autograd.graph.saved_tensors_hooks`` (each storage once, parameters left out), not by timing.
+
+>>> r = checkpoint_experiment(n_layers=1)
+>>> r.grads_equal, r.saved_bytes_checkpointed < r.saved_bytes_plain, r.qkv_dtypes_checkpointed
+(True, True, ('bf16', 'bf16'))
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from ampkit.dtypes import short_name
+from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
+from ampkit.models import DecoderLM, lm_loss
+from ampkit.precision import apply_level
+from ampkit.train import train_step
+
+__all__ = ["Checkpointed", "with_checkpointing", "saved_bytes", "CheckpointResult", "checkpoint_experiment"]
+
+
+class Checkpointed(nn.Module):
+    """``module`` run through ``torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False)``."""
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return checkpoint(self.module, x, use_reentrant=False)
+
+
+def with_checkpointing(model: DecoderLM) -> DecoderLM:
+    """A deep copy of ``model`` with each block wrapped in :class:`Checkpointed` (same weights, same order)."""
+    if not isinstance(model, DecoderLM):
+        raise TypeError(f"with_checkpointing takes a DecoderLM (build_model('decoder')); got {type(model).__name__}")
+    out = copy.deepcopy(model)
+    out.blocks = nn.ModuleList(Checkpointed(b) for b in out.blocks)
+    return out
+
+
+def saved_bytes(model: nn.Module, fn: Callable[[], object]) -> int:
+    """Run ``fn()`` and return the bytes of the tensors autograd saved for backward meanwhile: each storage counted
+    once, ``model``'s parameters (kept anyway) left out."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in params and ptr not in seen:
+            seen[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sum(seen.values())
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    """One O1 step of the same decoder without and with checkpointing."""
+
+    dtype: str
+    grads_equal: bool                    # every gradient the same bits
+    max_abs_grad_diff: float
+    saved_bytes_plain: int
+    saved_bytes_checkpointed: int
+    qkv_dtypes_plain: tuple[str, ...]         # output dtype of blocks.0's attention qkv Linear, per call
+    qkv_dtypes_checkpointed: tuple[str, ...]  # the second call is the recomputation during backward
+
+
+def _step(model: DecoderLM, qkv: nn.Module, dtype: str, x, y) -> tuple[list[torch.Tensor], int, tuple[str, ...]]:
+    mp = apply_level(model, torch.optim.SGD(model.parameters(), lr=0.1), "O1", dtype)
+    seen: list[str] = []
+    handle = qkv.register_forward_hook(lambda mod, args, out: seen.append(short_name(out.dtype)))
+    grads: list[torch.Tensor] = []
+    try:
+        n = saved_bytes(model, lambda: train_step(mp, x, y, lm_loss, after_backward=lambda m: grads.extend(
+            p.grad.detach().clone() for p in m.params)))
+    finally:
+        handle.remove()
+    return grads, n, tuple(seen)
+
+
+def checkpoint_experiment(dtype: str = "bf16", seed: int = 0, batch_size: int = 16, **model_kw) -> CheckpointResult:
+    """One training step (level O1 in ``dtype``) of the small decoder, plain and with every block checkpointed."""
+    plain = small_decoder(seed, **model_kw)
+    ckpt = with_checkpointing(plain)
+    x, y = decoder_batches(1, batch_size, plain.context, seed)[0]
+    g0, n0, d0 = _step(plain, plain.blocks[0].attn.qkv, dtype, x, y)
+    g1, n1, d1 = _step(ckpt, ckpt.blocks[0].module.attn.qkv, dtype, x, y)
+    diff = max(float((a - b).abs().max()) for a, b in zip(g0, g1))
+    return CheckpointResult(short_name(dtype), all(torch.equal(a, b) for a, b in zip(g0, g1)), diff, n0, n1, d0, d1)

@@ -1,0 +1,181 @@
+"""Sharded training with FSDP2's ``MixedPrecisionPolicy`` on 2 CPU processes (gloo): gradient reduction in fp32
+against reduction in bf16, both measured against an fp32 run.
+
+Taught in ``08_transformers_compiled_and_sharded.ipynb``. :func:`sharded_gradients` forks ``world_size`` worker
+processes (a gloo group on 127.0.0.1, a free port, a bounded timeout; every worker is its own process group and is
+killed at the end, whatever happened). Each rank builds the same seeded decoder, applies
+``torch.distributed.fsdp.fully_shard`` to every block and to the whole model, and takes one step of the kit's
+training step (:func:`ampkit.train.train_step`) on its own batch. Three runs: no policy (fp32 everywhere: the
+reference), ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` and ``(param_dtype=bf16,
+reduce_dtype=bf16)``. Rank 0 gathers each run's full averaged gradient (``DTensor.full_tensor()``) and measures it
+against the reference. A run that fails (e.g. a torch whose gloo cannot reduce-scatter bf16) is reported with its
+error message instead of numbers.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import socket
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import torch
+
+from ampkit._util import check_int, check_positive_finite
+from ampkit.dtypes import short_name
+from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
+from ampkit.models import lm_loss
+from ampkit.train import train_step
+
+__all__ = ["POLICIES", "ShardedRun", "ShardedGrads", "sharded_gradients"]
+
+#: The runs: name -> (param_dtype, reduce_dtype); ``None``: no MixedPrecisionPolicy (fp32, the reference).
+POLICIES: dict[str, tuple[torch.dtype, torch.dtype] | None] = {
+    "fp32 (no policy)": None,
+    "bf16 params, fp32 reduce": (torch.bfloat16, torch.float32),
+    "bf16 params, bf16 reduce": (torch.bfloat16, torch.bfloat16),
+}
+
+
+@dataclass(frozen=True)
+class ShardedRun:
+    """One policy's run, seen from rank 0. ``error``: empty when it ran."""
+
+    name: str
+    error: str = ""
+    forward_param_dtype: str = ""      # the dtype of a Linear's weight inside forward (after FSDP's cast)
+    grad_dtype: str = ""               # the dtype of a sharded parameter's .grad after backward
+    rel_error: float = float("nan")    # ||g - g_ref|| / ||g_ref|| over all parameters
+    max_abs_error: float = float("nan")
+    grad: tuple[float, ...] = field(default=(), repr=False)   # the full averaged gradient, flattened
+
+
+@dataclass(frozen=True)
+class ShardedGrads:
+    """The runs of :data:`POLICIES` and how long the processes took (start to results, s)."""
+
+    world_size: int
+    runs: dict[str, ShardedRun]
+    seconds: float
+
+    def reduce_only_rel(self) -> float:
+        """||g(bf16 reduce) - g(fp32 reduce)|| / ||g(fp32 reduce)||: what reducing in bf16 alone changes."""
+        a = torch.tensor(self.runs["bf16 params, bf16 reduce"].grad)
+        b = torch.tensor(self.runs["bf16 params, fp32 reduce"].grad)
+        return float((a - b).norm() / b.norm())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str]:
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # deferred: seconds to import
+
+    model = small_decoder(seed)
+    kw = {} if policy is None else {"mp_policy": MixedPrecisionPolicy(param_dtype=policy[0], reduce_dtype=policy[1])}
+    for block in model.blocks:
+        fully_shard(block, **kw)
+    fully_shard(model, **kw)
+    seen: list[str] = []
+    lin = model.blocks[0].attn.qkv
+    handle = lin.register_forward_pre_hook(lambda mod, args: seen.append(short_name(mod.weight.dtype)))
+    grads: list[torch.Tensor] = []
+
+    def read(mp) -> None:
+        grads.extend(p.grad.full_tensor().detach().float().flatten() for p in mp.params)
+        seen.append(short_name(mp.params[0].grad.dtype))
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_step(model, x, y, lm_loss, optimizer=opt, after_backward=read)
+    handle.remove()
+    return torch.cat(grads), seen[0], seen[-1]
+
+
+def _worker(rank: int, world_size: int, port: int, timeout: float, seed: int, out: multiprocessing.Queue) -> None:
+    os.setsid()                               # its own process group: killed as one
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
+                                timeout=timedelta(seconds=timeout))
+        x, y = decoder_batches(1, batch_size=4, seed=seed + 1 + rank)[0]   # each rank its own batch
+        result = {}
+        for name, policy in POLICIES.items():
+            try:
+                grad, p_dtype, g_dtype = _one_run(policy, rank, x, y, seed)
+                result[name] = (grad.tolist(), p_dtype, g_dtype, "")
+            except Exception as e:   # shown to the learner as the run's error, not a traceback
+                result[name] = ((), "", "", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                if name == "fp32 (no policy)":
+                    raise
+        if rank == 0:
+            out.put(("ok", result))
+        dist.barrier()
+        dist.destroy_process_group()
+    except BaseException:
+        out.put(("error", f"rank {rank}: " + traceback.format_exc()[-1500:]))
+    finally:
+        out.close()
+        out.join_thread()          # the result is in the pipe before the process ends
+        os._exit(0)
+
+
+def _kill(procs) -> None:
+    for p in procs:
+        if p.exitcode is None and p.pid is not None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        p.join(10)
+
+
+def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0) -> ShardedGrads:
+    """Run :data:`POLICIES` on ``world_size`` forked CPU processes (gloo on 127.0.0.1, a free port); return rank
+    0's :class:`ShardedGrads`. Past ``timeout`` seconds every worker is killed and ``TimeoutError`` raised; a worker
+    that fails is a ``RuntimeError`` with its error. Nothing is left running either way."""
+    world_size = check_int("world_size", world_size, minimum=2, maximum=4)
+    timeout = check_positive_finite("timeout", timeout, example="60")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise RuntimeError("sharded_gradients forks its workers; this system cannot fork (Windows): run it on Linux "
+                           "or macOS")
+    import torch.distributed.fsdp  # noqa: F401  (imported once here, before the fork, not once per worker)
+
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    port = _free_port()
+    t0 = time.perf_counter()
+    procs = [ctx.Process(target=_worker, args=(r, world_size, port, timeout, seed, results), daemon=True)
+             for r in range(world_size)]
+    try:
+        for p in procs:
+            p.start()
+        try:
+            status, payload = results.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"the {world_size} ranks did not finish within {timeout:g} s; all were "
+                               "stopped") from None
+        if status != "ok":
+            raise RuntimeError(f"a sharded worker failed:\n{payload}")
+        seconds = time.perf_counter() - t0
+    finally:
+        _kill(procs)
+    ref = torch.tensor(payload["fp32 (no policy)"][0])
+    runs = {}
+    for name, (grad, p_dtype, g_dtype, error) in payload.items():
+        if error:
+            runs[name] = ShardedRun(name, error)
+            continue
+        g = torch.tensor(grad)
+        runs[name] = ShardedRun(name, "", p_dtype, g_dtype, float((g - ref).norm() / ref.norm()),
+                                float((g - ref).abs().max()), tuple(grad))
+    return ShardedGrads(world_size, runs, seconds)
