@@ -22,6 +22,7 @@ import html
 import io
 import math
 import numbers
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -56,11 +57,26 @@ def check(exercise: str, answer: Any, expected: Any, *, rel_tol: float = 0.0, ab
     if answer is ...:
         print(f"✏️ {exercise}: not answered yet — replace the `...` with your answer and run the cell again.")
         return False
-    if _same(answer, expected, rel_tol, abs_tol):
+    correct = _same(answer, expected, rel_tol, abs_tol)
+    if correct:
         print(f"✅ {exercise}: correct.")
-        return True
-    print(f"❌ {exercise}: not yet — your answer was {answer!r}." + (f" Hint: {hint}" if hint else ""))
-    return False
+    else:
+        print(f"❌ {exercise}: not yet — your answer was {answer!r}." + (f" Hint: {hint}" if hint else ""))
+    _report(exercise, answer, correct)
+    return correct
+
+
+def _report(exercise: str, answer: Any, correct: bool) -> None:
+    """Tell the instructor's room view (only inside the room's JupyterHub, where the hub sets
+    ``AMPKIT_ROOMVIEW_URL``; elsewhere nothing happens). Never raises, never waits: ampkit/classroom/report.py."""
+    if not os.environ.get("AMPKIT_ROOMVIEW_URL"):
+        return
+    try:
+        from ampkit.classroom.report import report_check
+
+        report_check(exercise, answer, correct)
+    except Exception:  # a report must never break the learner's notebook
+        pass
 
 
 def _inline_code(text: str) -> str:
