@@ -50,8 +50,10 @@ DEFAULT_IP = "127.0.0.1"
 DEFAULT_PORT = 8866  # Voilà's own default
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
-# Notebook 7's JupyterLab add-on is loaded by Voilà's page when enabled and logs errors there: no use in a dashboard.
-VOILA_DENYLIST = ("@jupyter-notebook/lab-extension",)
+# JupyterLab add-ons that Voilà's page would load and that log errors there (they need JupyterLab's own parts, such as
+# its file browser): Notebook 7's, and jupyter-archive's ("Download as an Archive", hub and test extras). No use in a
+# dashboard.
+VOILA_DENYLIST = ("@jupyter-notebook/lab-extension", "@hadim/jupyter-archive")
 #: The kit's Voilà template (Voilà's ``lab`` with no request leaving this machine) and the Jupyter data folder that
 #: holds it (``<TEMPLATE_ROOT>/voila/templates/<TEMPLATE>/``), put on ``JUPYTER_PATH`` by :func:`voila_env`.
 TEMPLATE = "ampkit"
