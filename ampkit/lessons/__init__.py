@@ -12,6 +12,7 @@ module                   notebook: what it holds
 ``loss_scaling``         03: :func:`underflow_task`, :func:`train_task`, :func:`gradient_agreement`
 ``amp_in_practice``      05: the AMP doctor's broken runs (``run_scenario``, ``outlier_run``, ``SCENARIOS``)
 ``fp8_scaling``          06: fp8 vs bf16 vs fp32 runs (``train_mode``), recorded amaxes (``record_amax_run``)
+``transformer_systems``  08: compiled vs eager (``compile_vs_eager``), checkpointing, FSDP2 policies, the hunter
 =======================  ===========================================================================================
 
 >>> from ampkit.lessons import underflow_task
