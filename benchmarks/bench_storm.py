@@ -44,6 +44,9 @@ DEFAULT_JSON = ROOT / "benchmarks" / "results" / "hub_storm.json"
 QUICK_JSON = ROOT / "artifacts" / "hub_storm_quick.json"
 PREFIX = "storm"          # the storm's learner names: storm001, storm002, ...
 STAGES = ("login", "spawn", "kernel", "slider")
+#: A learner's own share of the machine's memory (PSS: torch's shared pages counted once), about 430 MiB in the
+#: K = 10 and 20 storms, with a margin; RSS (about 560 MiB) counts the shared libraries in every learner.
+LEARNER_PSS_MIB = 480.0
 
 
 def new_record(name: str, kind: str, arrival: float) -> dict:
@@ -162,7 +165,8 @@ def run_k(k: int, args) -> dict:
     browsers = browser_indices(k, args.browsers)
     recs = [new_record(n, "browser" if i in browsers else "http", a)
             for i, (n, a) in enumerate(zip(names, arrivals))]
-    settings = hub.settings_from_env({}, ROOT)
+    env = {} if args.spawn_limit is None else {"AMPKIT_HUB_SPAWN_LIMIT": str(args.spawn_limit)}
+    settings = hub.settings_from_env(env, ROOT)
     row = {"k": k, "load_avg_at_start": [round(x, 2) for x in os.getloadavg()], "window_s": args.window,
            "seed": args.seed + k, "browsers": len(browsers),
            "settings": {"spawn_limit": settings.spawn_limit, "max_servers": settings.max_servers,
@@ -171,7 +175,7 @@ def run_k(k: int, args) -> dict:
     t_start = time.monotonic()
     with loadtest.Cleanup() as cleanup:
         try:
-            h = hub_client.Hub(cleanup, args.venv, room_timeouts=True)
+            h = hub_client.Hub(cleanup, args.venv, room_timeouts=True, env=env)
             h.wait_up()
             cleanup.add(hub_client.delete_accounts, h, names)
             cleanup.add(hub_client.stop_servers, h, names)
@@ -246,6 +250,7 @@ def parse_args(argv):
     p.add_argument("--browsers", type=int, default=2, help="learners in headless Chromium per K (default 2)")
     p.add_argument("--window", type=float, default=60.0, help="the arrivals' window in seconds (default 60)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--spawn-limit", type=int, help="HUB_SPAWN_LIMIT for the storm's hub (default: the room's)")
     p.add_argument("--updates", type=int, default=10, help="slider moves per learner (default 10)")
     p.add_argument("--pause", type=float, default=0.5, help="seconds between a learner's moves (default 0.5)")
     p.add_argument("--quick", action="store_true", help="K=2, one browser, the widget's cells, 3 moves")
@@ -281,13 +286,15 @@ def main(argv=None) -> int:
     runs, note = [], ""
     try:
         for k in args.ks:
-            ok, why = memory_allows(k, 640.0)
+            ok, why = memory_allows(k, LEARNER_PSS_MIB)
             if not ok:
                 note = f"stopped before K={k}: {why}"
                 print(note, flush=True)
                 break
             print(f"== storm K={k} (load average {os.getloadavg()[0]:.2f}) ...", flush=True)
             row = run_k(k, args)
+            row["command"] = command
+            row["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             runs.append(row)
             print(json.dumps({key: v for key, v in row.items() if key != "learners"}), flush=True)
     except KeyboardInterrupt:
@@ -303,6 +310,9 @@ def main(argv=None) -> int:
         done = {r["k"] for r in runs}
         runs = [r for r in json.loads(args.json.read_text()).get("runs", []) if r["k"] not in done] + runs
     out["runs"] = sorted(runs, key=lambda r: r["k"])
+    # the runs may come from several invocations (--merge): the command that measures them all at once
+    out["command"] = (f"python benchmarks/bench_storm.py --k {','.join(str(r['k']) for r in out['runs'])} "
+                      f"--browsers {args.browsers}" + (" --quick" if args.quick else ""))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.json}")

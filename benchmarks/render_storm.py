@@ -57,6 +57,21 @@ def _why(r: dict) -> str:
     return "; ".join(why[:2])
 
 
+def goal_text(doc: dict, learners: int = ROOM) -> str:
+    """Whether the storm at K = ``learners`` met the goal: no failed login, spawn or kernel, and a median slider
+    update of at most the limit (200 ms)."""
+    run = next((r for r in doc["runs"] if r["k"] == learners), None)
+    limit = doc.get("limit_ms", 200.0)
+    if run is None:
+        return f"The storm did not run K = {learners}: the goal for a room of {learners} is not measured."
+    failed = sum(run.get(f"failed_{s}s", 0) for s in ("login", "spawn", "kernel"))
+    median = (run.get("update_ms") or {}).get("median")
+    met = failed == 0 and median is not None and median <= limit and not run["errors"]
+    return (f"The goal for a room of {learners} on this machine (no failed login or kernel, a median slider update of"
+            f" at most {limit:.0f} ms): **{'met' if met else 'not met'}** — {failed} failed logins, spawns or "
+            f"kernels, median slider update {_n(median, 0)} ms.")
+
+
 def storm_table(doc: dict) -> str:
     rows = ["| K | load avg at start | failed logins / spawns / kernels / sliders | 429s retried |"
             " login to server ready, median / p90 / max (s) | time to first widget, median / p90 / max (s) |"
@@ -82,7 +97,7 @@ def storm_table(doc: dict) -> str:
             f"{doc.get('updates_per_learner', '?')} times. {first.get('browsers', 0)} of them in headless Chromium"
             f" (slider median seen in the browser, page redraw included: {bnote or 'none measured'}), the rest "
             "over HTTP and the kernel websocket. The load average (1 minute) at the start shows other work on the"
-            " machine at that moment.\n\n" + measured_line(doc))
+            " machine at that moment. " + goal_text(doc) + "\n\n" + measured_line(doc))
 
 
 def _all(doc: dict, key: str) -> list[float]:

@@ -107,6 +107,7 @@ def test_recommended_cores_takes_the_largest_need():
     assert (c.by_run_all, c.by_slider, c.by_login, c.cores) == (3, 3, 1, 3)
     c = storm.recommended_cores(30, run_all_cpu_s=20.0, spawn_cpu_s=2.0, slider_share=2 / 30)
     assert (c.by_run_all, c.by_slider, c.cores, c.limiting) == (5, 2, 5, "Run All")
+    assert storm.recommended_cores(30, 12.0, 2.0, 0.1).limiting == "Run All and slider"   # a tie names both
     c = storm.recommended_cores(30, run_all_cpu_s=4.0, spawn_cpu_s=9.0, slider_share=0.05)
     assert (c.by_login, c.cores, c.limiting) == (5, 5, "login")
     assert storm.recommended_cores(30, 1.0, 1.0, None).cores == 30              # no K met the slider target
@@ -282,6 +283,11 @@ def test_storm_table_rows_and_failures():
     assert "| 10 | 1.50 | 0 / 0 / 0 / 0 | 0 |" in text and "| yes |" in text
     assert "0 / 0 / 1 / 0" in text and "timed out waiting for the kernel" in text
     assert "K = 10: 100 ms" in text                          # the browsers' own slider median
+    assert "did not run K = 30" in rs.storm_table(storm_json([_run(10)]))
+    assert "**not met** — 0 failed logins, spawns or kernels, median slider update 260 ms" in \
+        rs.storm_table(storm_json())                                          # K = 30 at 260 ms
+    assert "**met**" in rs.storm_table(storm_json([_run(30, 190.0)]))
+    assert "**not met** — 1 failed" in rs.storm_table(storm_json([_run(30, 190.0, ok=False)]))
 
 
 def test_render_and_check_on_synthetic_json(tmp_path):

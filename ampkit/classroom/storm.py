@@ -134,7 +134,9 @@ class Cores:
 
     @property
     def limiting(self) -> str:
-        return max((self.by_run_all, "Run All"), (self.by_slider, "slider"), (self.by_login, "login"))[1]
+        """The need (or needs, when they tie) that sets the core count."""
+        needs = (("Run All", self.by_run_all), ("slider", self.by_slider), ("login", self.by_login))
+        return " and ".join(name for name, n in needs if n == self.cores)
 
 
 def recommended_cores(learners: int, run_all_cpu_s: float, spawn_cpu_s: float, slider_share: float | None,
