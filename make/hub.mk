@@ -49,9 +49,12 @@ hub: $(STAMP) ## a JupyterHub for the room on this machine (hub/README.md)
 	@ls workshop/*.ipynb >/dev/null 2>&1 || $(MAKE) --no-print-directory workshop
 	$(HUB_ENV) $(BIN)/jupyterhub -f hub/jupyterhub_config.py $(HUB_ARGS)
 
-hub-install: $(STAMP) ## install the hub extra and its proxy (Node.js >= 18)
-	$(BIN)/python -m pip install -q $(PINS) -e ".[hub]"
-	npm install --no-fund --no-audit --prefix $(HUB_NODE) configurable-http-proxy@5
+# WHEELS=wheelhouse: with no network, from a wheelhouse made by `make wheelhouse WHEELHOUSE_EXTRAS=hub` (its
+# npm-cache/ holds the proxy and its Node packages). configurable-http-proxy 5 needs Node.js >= 20: checked first.
+hub-install: $(STAMP) ## install the hub extra and its proxy (Node.js >= 20; WHEELS=wheelhouse: no network)
+	@$(BIN)/python -m ampkit.classroom.hub node
+	$(PIP_INSTALL) -q $(PINS) -e ".[hub]"
+	npm install --no-fund --no-audit --prefix $(HUB_NODE) $(if $(WHEELS),--offline --cache $(abspath $(WHEELS))/npm-cache )configurable-http-proxy@5
 
 # HTTPS for the room's network: a self-signed certificate for this machine's names and addresses (and HUB_CERT_NAMES)
 # in $(HUB_STATE)/tls; an existing one is kept unless FORCE=1. `make hub HUB_HTTPS=1` serves it.

@@ -155,6 +155,10 @@ def test_manifest_counts_wheels_and_tells_cpu_from_cuda_torch(tmp_path):
     assert offline.torch_build(_wheel(pypi, "torch", "2.13.0", requires=["nvidia-cublas==13.1.1.3"])) == "cuda"
     assert offline.torch_build(_wheel(pypi, "torch", "2.12.0")) == "cpu"
     assert offline.torch_build(pypi / "torch-2.13.0+cu126-cp311-cp311-linux_x86_64.whl") == "cuda"  # by name only
+    # PyPI's Windows wheel lists the Linux CUDA wheels too (behind platform_system == "Linux"): it is a CPU build
+    win = _wheel(pypi, "torch", "2.13.0", tag="cp311-cp311-win_amd64",
+                 requires=['nvidia-cudnn-cu13==9.20.0.48; platform_system == "Linux"'])
+    assert offline.torch_build(win) == "cpu"
 
 
 def _isolated_env():
@@ -267,3 +271,144 @@ def test_results_json_when_present_has_the_agreed_keys():
         if path.exists():
             data = json.loads(path.read_text())
             assert keys <= set(data), f"{name} lacks {keys - set(data)}"
+
+
+# --- a mixed room: a wheelhouse per OS, CPU and Python, built here (ampkit.classroom.platforms) -------------------
+from ampkit.classroom import platforms  # noqa: E402
+
+
+def test_platform_names_pythons_and_folders():
+    assert platforms.pip_platforms("win_amd64") == ["win_amd64"]
+    assert platforms.pip_platforms("macosx_arm64")[-1] == "macosx_10_13_universal2"
+    assert platforms.pip_platforms("manylinux_2_28_x86_64") == ["manylinux_2_28_x86_64"]  # a pip tag as it is
+    for bad in ("win64", "windows", "", "linux_x86_64 ; rm -rf /"):
+        with pytest.raises(ValueError, match="expected one of win_amd64, win_arm64, macosx_arm64"):
+            platforms.pip_platforms(bad)
+    assert platforms.check_python("3.12") == "3.12" and platforms.check_python("3.11.9") == "3.11.9"
+    for bad in ("3.9", "311", "python3.11", "3", ""):
+        with pytest.raises(ValueError, match="3.10 or newer, written like 3.11"):
+            platforms.check_python(bad)
+    assert platforms.default_folder("win_amd64", "3.11.9") == "wheelhouse-win_amd64-py3.11"
+    win, mac, linux = (platforms.target_env(p, "3.11") for p in ("win_amd64", "macosx_arm64", "manylinux_aarch64"))
+    assert (win["sys_platform"], win["os_name"], win["platform_system"]) == ("win32", "nt", "Windows")
+    assert (mac["sys_platform"], mac["platform_machine"]) == ("darwin", "arm64")
+    assert (linux["platform_system"], linux["platform_machine"]) == ("Linux", "aarch64")
+    assert platforms.target_env("manylinux_x86_64", "3.12.4")["python_full_version"] == "3.12.4"
+
+
+def test_download_command_asks_pip_for_the_target_without_dependencies():
+    cmd = platforms.download_command("macosx_arm64", "3.12.3", "wh", ["numpy==2.4.6", "tqdm>=4.60"],
+                                     constraints="constraints.txt", python_exe="py")
+    assert cmd[:5] == ["py", "-m", "pip", "download", "--no-deps"] and "--only-binary=:all:" in cmd
+    assert cmd[cmd.index("--python-version") + 1] == "3.12.3" and cmd[cmd.index("--abi") + 1] == "cp312"
+    assert cmd[cmd.index("--implementation") + 1] == "cp" and cmd[cmd.index("-c") + 1] == "constraints.txt"
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--platform"] == platforms.PLATFORMS["macosx_arm64"]
+    assert cmd[-2:] == ["numpy==2.4.6", "tqdm>=4.60"] and cmd[cmd.index("-d") + 1] == "wh"
+    assert "--index-url" not in cmd
+
+
+def test_torch_comes_from_the_cpu_index_for_linux_x86_64_only():
+    linux = platforms.torch_command("manylinux_x86_64", "3.11", "wh", "torch==2.13.0")
+    assert linux[linux.index("--index-url") + 1] == platforms.TORCH_CPU_INDEX and linux[-1] == "torch==2.13.0"
+    for other in ("win_amd64", "macosx_arm64", "manylinux_aarch64"):
+        assert "--index-url" not in platforms.torch_command(other, "3.11", "wh", "torch==2.13.0")
+    assert "--index-url" not in platforms.torch_command("manylinux_x86_64", "3.11", "wh", "torch", torch_index="")
+
+
+def test_needed_reads_markers_for_the_target_not_for_this_machine():
+    wheels = {"torch": ["filelock", 'triton==3.7.1; platform_system == "Linux" and python_version < "3.15"',
+                        'nvidia-nccl-cu13==2.29.7; platform_system == "Linux"', 'pyyaml; extra == "pyyaml"'],
+              "ipython": ['colorama>=0.4.4; sys_platform == "win32"', 'pexpect>4.3; sys_platform != "win32"'],
+              "jupyter-server": ["pywinpty>=2.0.1; os_name == 'nt'", "pytest>=7; extra == 'test'"],
+              "filelock": [], "tomli-w": []}
+    wanted = {"torch": set(), "ipython": set(), "jupyter-server": set()}
+    win = platforms.needed(wheels, dict(wanted), platforms.target_env("win_amd64", "3.11"))
+    assert win == {"colorama": "colorama>=0.4.4", "pywinpty": "pywinpty>=2.0.1"}
+    linux = platforms.needed(wheels, dict(wanted), platforms.target_env("manylinux_x86_64", "3.11"))
+    assert set(linux) == {"triton", "nvidia-nccl-cu13", "pexpect"}
+    asked = {"jupyter-server": {"test"}}
+    assert "pytest" in platforms.needed(wheels, asked, platforms.target_env("win_amd64", "3.11"))  # extras asked
+
+
+def test_build_downloads_until_every_target_dependency_is_there(tmp_path):
+    """build() with a fake pip that 'downloads' small wheels: torch first, then the requirements, then what their
+    markers ask for on Windows, round after round; every command --no-deps; no Linux-only wheel comes in."""
+    metadata = {"torch": ["filelock", 'nvidia-cudnn-cu13==9.20.0.48; platform_system == "Linux"'],
+                "ipython": ['colorama; sys_platform == "win32"', "traitlets>=5"], "traitlets": ["tiny-dep"],
+                "filelock": [], "colorama": [], "tiny-dep": []}
+    calls = []
+
+    def fake_run(cmd):
+        calls.append(cmd)
+        dest = Path(cmd[cmd.index("-d") + 1])
+        for req in cmd[cmd.index("-d") + 2:]:
+            if req.startswith("-") or req == "constraints.txt":
+                continue
+            name = re.split(r"[<>=!~\[;]", req)[0]
+            _wheel(dest, name, "1.0", requires=metadata[name])
+        return subprocess.CompletedProcess(cmd, 0)
+
+    done = platforms.build("win_amd64", "3.11", tmp_path, ["torch==2.13.0", "ipython>=8"], torch="torch==2.13.0",
+                           constraints="constraints.txt", run=fake_run)
+    assert len(done) == len(calls) == 4 and all("--no-deps" in c for c in calls)
+    assert calls[0][-1] == "torch==2.13.0" and calls[1][-1] == "ipython>=8"          # torch alone, first
+    assert calls[2][-3:] == ["colorama", "filelock", "traitlets>=5"] and calls[3][-1] == "tiny-dep"  # round by round
+    names = sorted(p.name.split("-")[0] for p in tmp_path.glob("*.whl"))
+    assert names == ["colorama", "filelock", "ipython", "tiny_dep", "torch", "traitlets"]  # no nvidia wheel
+
+    def failing(cmd):
+        return subprocess.CompletedProcess(cmd, 1)
+
+    with pytest.raises(RuntimeError, match="pip could not download for win_amd64, Python 3.11"):
+        platforms.build("win_amd64", "3.11", tmp_path / "x", ["tqdm"], run=failing)
+
+
+def test_make_wheelhouse_for_another_platform_runs_the_kits_resolver(tmp_path):
+    plan = _make_n(tmp_path, "wheelhouse", "PLATFORM=win_amd64", "PYVER=3.11.9")
+    line = " ".join(plan.split("\\\n"))
+    assert "-m ampkit.classroom.platforms build --platform \"win_amd64\" --python \"3.11.9\"" in line
+    assert "-o wheelhouse-win_amd64-py3.11.9" in line and f'--torch "torch=={TORCH_TESTED}"' in line
+    assert "--constraints constraints.txt" in line and "pip wheel" not in plan  # not this machine's wheels
+    assert "--torch-index" not in line  # chosen per platform, not this machine's TORCH_INDEX
+    mine = " ".join(_make_n(tmp_path, "wheelhouse", "PLATFORM=win_amd64", "PYVER=3.11", "WHEELHOUSE=win").split())
+    assert "-o win " in mine
+
+
+def test_platforms_cli_refuses_a_bad_platform_in_one_line(capsys):
+    assert platforms.main(["plan", "--platform", "windows", "--python", "3.11"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("make wheelhouse: PLATFORM='windows': expected one of win_amd64")
+    assert platforms.main(["plan", "--platform", "win_amd64", "--python", "3.11", "--torch", "torch==2.13.0"]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.endswith("torch==2.13.0") and "--no-deps" in first and "numpy>=1.24" in second
+
+
+# --- the hub with no network: make hub-install WHEELS=..., and Node.js >= 20 --------------------------------------
+def test_make_hub_install_from_a_wheelhouse_uses_no_network(tmp_path):
+    plan = _make_n(tmp_path, "-o", ".venv/.ampkit-installed", "hub-install", "WHEELS=wheelhouse")
+    lines = plan.splitlines()
+    assert lines[0].endswith("-m ampkit.classroom.hub node")  # Node.js checked before anything is installed
+    pip = next(ln for ln in lines if '-e ".[hub]"' in ln)
+    assert "install --no-index --find-links wheelhouse" in pip and "ampkit.classroom.offline pip wheelhouse" in pip
+    npm = next(ln for ln in lines if ln.startswith("npm install"))
+    assert f"--offline --cache {tmp_path}/wheelhouse/npm-cache" in npm and npm.endswith("configurable-http-proxy@5")
+    online = _make_n(tmp_path, "-o", ".venv/.ampkit-installed", "hub-install")
+    assert "--no-index" not in online and "--offline" not in online
+
+
+def test_make_wheelhouse_with_the_hub_fills_an_npm_cache(tmp_path):
+    plan = _make_n(tmp_path, "wheelhouse", "WHEELHOUSE_EXTRAS=hub")
+    npm = next(ln for ln in plan.splitlines() if ln.startswith("npm install"))
+    assert f"--cache {tmp_path}/wheelhouse/npm-cache" in npm and "configurable-http-proxy@5" in npm
+    assert "--extra hub" in plan and "npm" not in _make_n(tmp_path, "wheelhouse")
+
+
+def test_node_older_than_20_is_refused_in_one_line():
+    from ampkit.classroom import hub
+
+    assert hub.NODE_MIN == 20
+    assert hub.node_problem("v20.0.0") is None and hub.node_problem("v22.12.0\n") is None
+    for found, says in (("v18.19.1", "this machine has v18.19.1"), (None, "node was not found"),
+                        ("weird", "this machine has weird")):
+        msg = hub.node_problem(found)
+        assert "\n" not in msg and "needs Node.js >= 20" in msg and says in msg and "make hub-install" in msg

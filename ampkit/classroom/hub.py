@@ -31,6 +31,8 @@ USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 MIN_USER_PASSWORD, MIN_ADMIN_PASSWORD = 8, 32
 CULLER_SCOPES = ("list:users", "read:users:activity", "read:servers", "delete:servers")
 CHP_PACKAGE = "configurable-http-proxy@5"
+#: configurable-http-proxy 5 declares Node.js >= 20 (its package.json "engines"); older Node is refused up front.
+NODE_MIN = 20
 #: The culler's entry point, with Ctrl-C restored: a hub started from a background shell (``make hub &``) passes
 #: SIGINT on as "ignored", and the hub's stop would then wait for its timeouts before killing the culler.
 CULLER_MAIN = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
@@ -374,22 +376,58 @@ def missing_message(missing: list[str], venv: str = ".venv", node_prefix: str | 
     if set(missing) - {"configurable-http-proxy"}:
         lines.append(f'  {venv}/bin/python -m pip install -e ".[hub]"')
     if "configurable-http-proxy" in missing:
-        npm = "npm" if shutil.which("npm") else "npm (install Node.js >= 18 first: https://nodejs.org)"
+        npm = "npm" if shutil.which("npm") else f"npm (install Node.js >= {NODE_MIN} first: https://nodejs.org)"
         lines.append(f"  {npm} install --prefix {node_prefix} {CHP_PACKAGE}")
     return "\n".join(lines)
+
+
+def node_problem(version: str | None) -> str | None:
+    """Why this machine's Node.js cannot run the hub's proxy (``version``: what ``node --version`` printed, None when
+    there is no node), or None.
+
+    >>> node_problem("v20.20.2") is None, node_problem("v18.19.0")[:50]
+    (True, 'configurable-http-proxy 5 needs Node.js >= 20; thi')
+    """
+    major = None
+    if version:
+        found = version.strip().lstrip("v").split(".")[0]
+        major = int(found) if found.isdigit() else None
+    if major is not None and major >= NODE_MIN:
+        return None
+    has = f"this machine has {version.strip()}" if version else "node was not found"
+    return (f"configurable-http-proxy 5 needs Node.js >= {NODE_MIN}; {has} (node --version). Install Node.js "
+            f"{NODE_MIN} or newer (https://nodejs.org), then run make hub-install again.")
+
+
+def node_version() -> str | None:
+    """``node --version`` of this machine (``"v20.20.2"``), or None without node."""
+    import subprocess
+
+    node = shutil.which("node")
+    if not node:
+        return None
+    try:
+        return subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ampkit.classroom.hub check [--venv .venv] [--node-prefix DIR]``: exit 2 with what to install
     when the hub's extras are missing, or what is wrong with the ``AMPKIT_HUB_*`` settings. ``... settings``: the
-    resolved settings as JSON."""
+    resolved settings as JSON. ``... node``: exit 2 with one line when Node.js is missing or older than 20."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m ampkit.classroom.hub", description=main.__doc__)
-    p.add_argument("command", choices=("check", "settings"))
+    p.add_argument("command", choices=("check", "settings", "node"))
     p.add_argument("--venv", default=".venv")
     p.add_argument("--node-prefix", default=None)
     a = p.parse_args(argv)
+    if a.command == "node":
+        problem = node_problem(node_version())
+        if problem:
+            print(f"make hub-install: {problem}", file=sys.stderr)
+        return 2 if problem else 0
     try:
         s = settings_from_env(dict(os.environ), Path(__file__).resolve().parents[2])
         problem = exposure_problem(s)
@@ -404,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
     missing = missing_extras(a.venv, a.node_prefix)
     if missing:
         print(missing_message(missing, a.venv, a.node_prefix), file=sys.stderr)
+        return 2
+    problem = node_problem(node_version())  # the proxy runs on this machine's node
+    if problem:
+        print(f"make hub: {problem}", file=sys.stderr)
         return 2
     return 0
 

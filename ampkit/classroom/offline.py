@@ -223,6 +223,8 @@ def torch_build(wheel: Path) -> str:
     local = re.match(r"torch-[^-]+\+([a-z]+)", wheel.name)
     if local:
         return "cuda" if local.group(1).startswith("cu") else local.group(1)
+    if re.search(r"-(win|macosx)_[^-]*\.whl$", wheel.name):  # PyPI's Windows and macOS wheels are CPU builds (their
+        return "cpu"  # nvidia-* requirements are for Linux only; a Windows CUDA build carries +cuXXX)
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode("utf-8", "replace")
