@@ -49,6 +49,7 @@ def test_default_limit_is_derived_from_the_committed_measurement():
 def test_limits_and_the_preexec_in_a_real_child():
     assert isolation.rlimits(0) == [("RLIMIT_CORE", 0)]
     assert isolation.rlimits(2**30) == [("RLIMIT_CORE", 0), ("RLIMIT_AS", 2**30)]
+    assert isolation.rlimits(0, isolate=True) == [("RLIMIT_CORE", 0), ("RLIMIT_NPROC", isolation.MAX_PROCESSES)]
     calls = []
     preexec = isolation.limited_preexec(lambda: calls.append("inner"), isolation.rlimits(2**30))
     code = ("import resource\nprint(resource.getrlimit(resource.RLIMIT_AS), resource.getrlimit(resource.RLIMIT_CORE))\n"
@@ -197,7 +198,8 @@ def test_config_wiring_isolated(tmp_path, monkeypatch):
     c = _load_config(tmp_path, monkeypatch, AMPKIT_HUB_ISOLATE="1", AMPKIT_HUB_TERMINALS="1",
                      AMPKIT_HUB_KERNEL_IDLE="900")
     assert c.JupyterHub.spawner_class == "ampkit-spawner"
-    assert built == [(True, [("RLIMIT_CORE", 0), ("RLIMIT_AS", 3 * 2**30)], str(tmp_path / "state" / "users"))]
+    assert built == [(True, [("RLIMIT_CORE", 0), ("RLIMIT_AS", 3 * 2**30), ("RLIMIT_NPROC", 512)],
+                      str(tmp_path / "state" / "users"))]
     assert c.Authenticator.username_pattern == isolation.USERNAME_PATTERN
     assert c.Spawner.pre_spawn_hook.__name__ == "create_and_copy"
     assert "--ServerApp.allow_root=True" not in c.Spawner.args                # the learners are not root

@@ -35,6 +35,9 @@ MEM_MARGIN = 1.5
 DEFAULT_MEM_LIMIT_GIB = 3
 #: Kernels with no activity for this many seconds are stopped (their notebook stays; its variables are lost).
 DEFAULT_KERNEL_IDLE, DEFAULT_KERNEL_CULL_EVERY = 1800, 60
+#: Processes and threads per learner's system user in the isolated mode (RLIMIT_NPROC): a server and a few kernels
+#: use tens (a kernel with torch: 12 to 16 threads, benchmarks/results/kernel_memory.json).
+MAX_PROCESSES = 512
 #: The hub's secrets in its state folder: readable and writable by the hub's user only.
 SECRET_FILES = ("room-password", "admin-password", "jupyterhub_cookie_secret", "jupyterhub.sqlite")
 _UNITS = {"": 2**20, "M": 2**20, "G": 2**30}
@@ -69,13 +72,16 @@ def default_mem_limit(peak_vm_mib: float, margin: float = MEM_MARGIN) -> int:
     return math.ceil(peak_vm_mib * margin / 1024)
 
 
-def rlimits(mem_limit: int) -> list[tuple[str, int]]:
+def rlimits(mem_limit: int, isolate: bool = False) -> list[tuple[str, int]]:
     """The resource limits each learner's process gets (soft = hard, so the learner cannot raise them): the
-    address space when ``mem_limit`` (bytes) is set, and no core files (a killed kernel would write its memory
-    into the learner's home)."""
+    address space when ``mem_limit`` (bytes) is set, no core files (a killed kernel would write its memory into
+    the learner's home), and with ``isolate`` at most ``MAX_PROCESSES`` processes and threads per learner (Linux
+    counts them per user: a fork bomb stops there, not at the machine's limit)."""
     limits = [("RLIMIT_CORE", 0)]
     if mem_limit:
         limits.append(("RLIMIT_AS", mem_limit))
+    if isolate:
+        limits.append(("RLIMIT_NPROC", MAX_PROCESSES))
     return limits
 
 
@@ -272,7 +278,7 @@ def check_isolated(s, stream=None) -> None:
 def configure_spawner(c, s, first_login_copy: Callable) -> None:
     """The spawner part of ``hub.configure`` for the isolated mode or a memory limit: the spawner class, and in
     the isolated mode the shorter name pattern and a pre-spawn hook that creates the learner's system user."""
-    c.JupyterHub.spawner_class = spawner_class(s.isolate, rlimits(s.mem_limit), s.users_dir)
+    c.JupyterHub.spawner_class = spawner_class(s.isolate, rlimits(s.mem_limit, s.isolate), s.users_dir)
     if s.isolate:
         c.Authenticator.username_pattern = USERNAME_PATTERN
 

@@ -114,7 +114,8 @@ def test_a_kernel_past_its_limit_fails_alone(room):
     try:
         b.execute("import torch\nassert float(torch.ones(3).sum()) == 3.0", timeout=180)  # torch fits the limit
         limit = isolation.DEFAULT_MEM_LIMIT_GIB * 2**30
-        a.execute(f"import resource\nassert resource.getrlimit(resource.RLIMIT_AS) == ({limit}, {limit})", 60)
+        a.execute(f"import resource\nassert resource.getrlimit(resource.RLIMIT_AS) == ({limit}, {limit})\n"
+                  f"assert resource.getrlimit(resource.RLIMIT_NPROC) == ({isolation.MAX_PROCESSES},) * 2", 60)
         with pytest.raises(kernel_ws.KernelError, match="MemoryError"):   # one allocation past the limit
             a.execute(f"x = bytearray({limit})", timeout=60)
         with pytest.raises(kernel_ws.KernelError, match="MemoryError"):   # memory really filled, 256 MiB at a time
