@@ -312,7 +312,10 @@ def main(argv=None) -> int:
     out["runs"] = sorted(runs, key=lambda r: r["k"])
     # the runs may come from several invocations (--merge): the command that measures them all at once
     out["command"] = (f"python benchmarks/bench_storm.py --k {','.join(str(r['k']) for r in out['runs'])} "
-                      f"--browsers {args.browsers}" + (" --quick" if args.quick else ""))
+                      f"--browsers {args.browsers}" + (" --quick" if args.quick else "")
+                      + (f" --spawn-limit {args.spawn_limit}" if args.spawn_limit is not None else "")
+                      + (f" --updates {args.updates}" if args.updates != 10 and not args.quick else "")
+                      + (f" --json {args.json}" if args.json not in (DEFAULT_JSON, QUICK_JSON) else ""))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.json}")

@@ -30,6 +30,7 @@ from render_docs import measured_line, replace_region  # noqa: E402
 from ampkit.classroom import loadtest, storm  # noqa: E402
 
 JSON = ROOT / "benchmarks" / "results" / "hub_storm.json"
+THROTTLED = ROOT / "benchmarks" / "results" / "hub_storm_throttled.json"   # a storm with a small HUB_SPAWN_LIMIT
 CLASSROOM, GUIDE = "docs/classroom.md", "docs/instructor-guide.md"
 ROOM = 30                    # the room the guide sizes for
 RUN_ALL_BUDGET_S = 120.0     # a judgement: every learner's notebook 03 has run two minutes after the storm
@@ -141,17 +142,36 @@ def cores_text(doc: dict, learners: int = ROOM) -> str:
             + measured_line(doc))
 
 
-def region_bodies(doc: dict | None) -> dict[str, dict[str, str]]:
+def throttle_text(doc: dict) -> str:
+    """What learners met in a storm whose hub let only a few servers start at once (429, Retry-After, reload)."""
+    r = doc["runs"][0]
+    failed = sum(r.get(f"failed_{s}s", 0) for s in ("login", "spawn", "kernel"))
+    retried = sum(1 for lr in r.get("learners", []) if lr.get("retries"))
+    ready = r.get("ready_s") or {}
+    return (f"A storm of K = {r['k']} against a hub with `HUB_SPAWN_LIMIT={r['settings']['spawn_limit']}` (so that"
+            f" the limit is reached): {r['retries_429']} answers of 429 to {retried} of the {r['k']} learners, each "
+            f"waited as its `Retry-After` said and reloaded; {failed} failed logins, spawns or kernels; from arrival"
+            f" to server ready: median {_n(ready.get('median'))} s, max {_n(ready.get('max'))} s (load average at the"
+            f" start {r['load_avg_at_start'][0]:.2f}).\n\n" + measured_line(doc))
+
+
+def region_bodies(doc: dict | None, throttled: dict | None = None) -> dict[str, dict[str, str]]:
     table = storm_table(doc) if doc else MISSING
-    return {CLASSROOM: {"storm": table, "storm-cores": cores_text(doc) if doc else MISSING},
+    throttle = throttle_text(throttled) if throttled else MISSING.replace(
+        "--k 10,20,30", "--k 10 --spawn-limit 2 --json benchmarks/results/hub_storm_throttled.json")
+    return {CLASSROOM: {"storm": table, "storm-cores": cores_text(doc) if doc else MISSING,
+                        "storm-throttle": throttle},
             GUIDE: {"storm": table}}
 
 
-def render(root: Path = ROOT, json_path: Path = JSON) -> dict[Path, tuple[str, str]]:
+def _read(path: Path) -> dict | None:
+    return json.loads(Path(path).read_text()) if Path(path).exists() else None
+
+
+def render(root: Path = ROOT, json_path: Path = JSON, throttled: Path = THROTTLED) -> dict[Path, tuple[str, str]]:
     """path -> (text on disk, text it should have)."""
-    doc = json.loads(Path(json_path).read_text()) if Path(json_path).exists() else None
     out = {}
-    for rel, bodies in region_bodies(doc).items():
+    for rel, bodies in region_bodies(_read(json_path), _read(throttled)).items():
         path = Path(root) / rel
         old = new = path.read_text()
         for name, body in bodies.items():
@@ -164,16 +184,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if a generated region is out of date")
     p.add_argument("--json", type=Path, default=JSON)
+    p.add_argument("--throttled", type=Path, default=THROTTLED)
     p.add_argument("--root", type=Path, default=ROOT)
     a = p.parse_args(argv)
-    stale = [path for path, (old, new) in render(a.root, a.json).items() if old != new]
+    stale = [path for path, (old, new) in render(a.root, a.json, a.throttled).items() if old != new]
     if a.check:
         if stale:
             print("out of date with hub_storm.json: " + ", ".join(map(str, stale)) +
                   "\nrun: python benchmarks/render_storm.py", file=sys.stderr)
             return 1
         return 0
-    for path, (old, new) in render(a.root, a.json).items():
+    for path, (old, new) in render(a.root, a.json, a.throttled).items():
         if old != new:
             path.write_text(new)
             print(f"updated {path}")

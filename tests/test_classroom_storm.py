@@ -290,23 +290,34 @@ def test_storm_table_rows_and_failures():
     assert "**not met** — 1 failed" in rs.storm_table(storm_json([_run(30, 190.0, ok=False)]))
 
 
+def test_throttled_storm_sentence():
+    run = _run(10)
+    run.update(settings={"spawn_limit": 2, "max_servers": 38, "kernel_threads": 1}, retries_429=7,
+               ready_s={"median": 41.0, "p90": 70.0, "max": 88.5, "n": 10},
+               learners=[{**_learner(i), "retries": 1 if i < 5 else 0} for i in range(10)])
+    text = rs.throttle_text(storm_json([run]))
+    assert "`HUB_SPAWN_LIMIT=2`" in text and "7 answers of 429 to 5 of the 10 learners" in text
+    assert "0 failed logins, spawns or kernels" in text and "median 41.0 s, max 88.5 s" in text
+    assert "Not measured yet" in rs.region_bodies(storm_json(), None)[rs.CLASSROOM]["storm-throttle"]
+
+
 def test_render_and_check_on_synthetic_json(tmp_path):
     for rel in (rs.CLASSROOM, rs.GUIDE):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     path = tmp_path / "hub_storm.json"
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--check"]) in (0, 1)
-    rs.main(["--root", str(tmp_path), "--json", str(path)])
+    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) in (0, 1)
+    rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json")])
     assert "Not measured yet" in (tmp_path / rs.CLASSROOM).read_text()
     path.write_text(json.dumps(storm_json()))
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--check"]) == 1
-    rs.main(["--root", str(tmp_path), "--json", str(path)])
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--check"]) == 0
+    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) == 1
+    rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json")])
+    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) == 0
     assert "**Cores for a room of 30: 3**" in (tmp_path / rs.CLASSROOM).read_text()
     changed = copy.deepcopy(storm_json())
     changed["runs"][0]["retries_429"] = 7
     path.write_text(json.dumps(changed))
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--check"]) == 1
+    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) == 1
 
 
 def test_committed_docs_match_committed_storm_json():
