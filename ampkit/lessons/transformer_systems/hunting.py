@@ -14,9 +14,9 @@ Note: the causal mask itself writes ``-inf`` above the diagonal (``masked_fill``
 not overflow, that is the first non-finite value the hunter sees; a real overflow shows up as an earlier op (the
 matmul ``aten.bmm``).
 
->>> r = hunt_decoder("logits", steps=5)
->>> r.first.module, r.first.op, r.diagnosis.kind
-('blocks.0.attn', 'aten.bmm', 'persistent')
+>>> x, _ = decoder_batches(1)[0]
+>>> raw_logit_max(overflowing_decoder("logits"), x) > FP16_MAX     # q·kᵀ passes 65504 (hunt_decoder finds where)
+True
 """
 from __future__ import annotations
 
