@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from ampkit.precision import BF16Updates, apply_update, plateau_experiment, stochastic_round
+from ampkit.lessons.transformer_weights import plateau_experiment
+from ampkit.precision import BF16Updates, apply_update, stochastic_round
 from ampkit.precision.bf16_updates import nearest_threshold
 
 BF16 = torch.bfloat16

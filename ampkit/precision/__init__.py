@@ -18,7 +18,7 @@ Taught in ``02_autocast_and_levels.ipynb``. One idea per module:
 """
 from __future__ import annotations
 
-from ampkit.precision.bf16_updates import BF16Updates, apply_update, plateau_experiment, stochastic_round
+from ampkit.precision.bf16_updates import BF16Updates, apply_update, stochastic_round
 from ampkit.precision.checks import AdamStep, EvalGap, adam_step_in, evaluate_under_autocast
 from ampkit.precision.frameworks import fp32_matmul, paddle_list, paddle_rows, run_as
 from ampkit.precision.levels import (
@@ -47,5 +47,5 @@ __all__ = [
     # numerical checks
     "AdamStep", "adam_step_in", "EvalGap", "evaluate_under_autocast",
     # bf16 weight updates (notebook 07, to come)
-    "BF16Updates", "apply_update", "stochastic_round", "plateau_experiment",
+    "BF16Updates", "apply_update", "stochastic_round",
 ]

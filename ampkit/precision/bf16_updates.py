@@ -1,6 +1,7 @@
 """bf16 weights that stop learning, and the three fixes: fp32 master weights, Kahan summation, stochastic rounding.
 
-Taught in notebook 07 (transformers, to come); the fp32 master weights it compares against are the O2 level of
+Taught in notebook 07 (``07_transformers_in_16_bits.ipynb``, section 5, with the experiments of
+:mod:`ampkit.lessons.transformer_weights`); the fp32 master weights it compares against are the O2 level of
 ``02_autocast_and_levels.ipynb``.
 
 A bf16 weight keeps 8 significant bits, so its neighbours are ``2**-7`` apart near 1.0. Storing ``w + u`` with
@@ -12,8 +13,7 @@ neighbour on ``u``'s side: the update is lost, and many small updates in a row a
   ``"stochastic"`` rounding (round up with probability equal to the fraction of the gap; Gupta et al. 2015);
 - :func:`stochastic_round` (fp32 to bf16, unbiased) and :func:`nearest_threshold` (the largest lost update);
 - :class:`BF16Updates`: wraps any ``torch.optim`` optimizer over bf16 parameters with one of the modes, or
-  ``"master"`` (fp32 master weights);
-- :func:`plateau_experiment`: a linear model fitted with each mode beside fp32; the loss curves.
+  ``"master"`` (fp32 master weights).
 
 >>> w = torch.ones(1, dtype=torch.bfloat16)
 >>> apply_update(w, torch.tensor([1e-3]), "nearest").weight.item()    # 1e-3 < 2**-8: lost
@@ -21,7 +21,6 @@ neighbour on ``u``'s side: the update is lost, and many small updates in a row a
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
@@ -29,7 +28,7 @@ import torch
 from ampkit.formats import ulp
 
 __all__ = ["UPDATE_MODES", "WRAPPER_MODES", "Updated", "apply_update", "stochastic_round", "nearest_threshold",
-           "BF16Updates", "plateau_experiment"]
+           "BF16Updates"]
 
 UPDATE_MODES = ("nearest", "kahan", "stochastic")
 WRAPPER_MODES = ("nearest", "master", "kahan", "stochastic")
@@ -228,43 +227,3 @@ class BF16Updates:
     def state_dict(self) -> dict:
         """The inner optimizer's state dict (the wrapper's own buffers are not in it)."""
         return self.optimizer.state_dict()
-
-
-def plateau_experiment(steps: int = 300, lr: float = 0.01, n: int = 64, d: int = 8, noise: float = 0.1,
-                       seed: int = 0) -> dict[str, list[float]]:
-    """Fit a linear model ``y = X w`` (``n`` points, ``d`` weights, targets with noise ``noise``) by SGD at
-    learning rate ``lr``, in fp32 and with bf16 weights stored by each of :data:`WRAPPER_MODES`; returns each
-    loss curve (mean squared error after every step, ``steps + 1`` values, the first before any step).
-
-    The forward pass runs in fp32 on the (bf16) weights, so the curves differ only by how updates are stored.
-    Weights start at 0 and grow to about 1-2, where bf16's gap is ``2**-7``: once ``lr * |grad|`` falls below
-    half of it, ``"nearest"`` stops while the others go on to the fp32 loss.
-
-    >>> curves = plateau_experiment(steps=50)
-    >>> sorted(curves), len(curves["fp32"])
-    (['fp32', 'kahan', 'master', 'nearest', 'stochastic'], 51)
-    """
-    if steps < 1 or n < 1 or d < 1:
-        raise ValueError(f"steps, n and d must be at least 1; got steps={steps}, n={n}, d={d}")
-    if not (lr > 0 and math.isfinite(lr)):
-        raise ValueError(f"lr must be a positive finite number; got {lr}")
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g)
-    w_true = 1.0 + torch.rand(d, generator=g)
-    y = X @ w_true + noise * torch.randn(n, generator=g)
-    curves: dict[str, list[float]] = {}
-    for name in ("fp32", *WRAPPER_MODES):
-        dtype = torch.float32 if name == "fp32" else torch.bfloat16
-        w = torch.nn.Parameter(torch.zeros(d, dtype=dtype))
-        sgd = torch.optim.SGD([w], lr=lr)
-        opt = sgd if name == "fp32" else BF16Updates(sgd, mode=name, seed=seed)
-        losses = []
-        for step in range(steps + 1):
-            loss = ((X @ w.float() - y) ** 2).mean()
-            losses.append(loss.item())
-            if step < steps:
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        curves[name] = losses
-    return curves

@@ -8,8 +8,7 @@ import torch
 from _gpu_expect import expected_scaled_mm
 
 from ampkit.fp8 import current_scale, dequantize, quantize, scaled_mm_agrees, scaled_mm_available
-from ampkit.fp8.linear import SCALED_MM_RTOL
-from ampkit.fp8.linear import fp8_matmul
+from ampkit.fp8.linear import SCALED_MM_RTOL, fp8_matmul
 
 
 def _inputs(m: int = 64, n: int = 32, k: int = 128, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,267 @@
+"""Notebook 07 (``07_transformers_in_16_bits.ipynb``): where a transformer breaks in 16 bits, on a CPU.
+
+The experiments of its sections 1–4: the small decoder (:class:`ampkit.models.DecoderLM`) trained in fp32, bf16
+and fp16 side by side (:func:`train_side_by_side`), attention logits that overflow (:func:`attention_overflow`,
+:func:`softmax_with_inf`, :func:`sdpa_vs_manual`), a norm's mean of squares (:func:`norm_rows`) and the loss over a
+vocabulary (:func:`loss_rows`). Sections 5–6 (bf16 weights, a model stored in fp16) are in
+:mod:`ampkit.lessons.transformer_weights`.
+
+Low-precision arithmetic here is the arithmetic of the dtype itself, as CPU autocast runs it: a matmul of fp16
+tensors gives fp16, and ``softmax`` of fp16 logits stays in fp16 on the CPU (CPU autocast does not list softmax;
+CUDA autocast casts it to fp32 — notebook 07 probes both).
+
+>>> r = attention_overflow(60.0, 64, "fp16", scale_at="logits")
+>>> r.overflowed, r.nan_rows > 0
+(True, True)
+>>> attention_overflow(60.0, 64, "fp16", scale_at="q").overflowed
+False
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ampkit._util import check_choice, check_int, check_positive_finite
+from ampkit.data import make_data
+from ampkit.formats import format_name
+from ampkit.models import SCALE_AT, build_model, lm_loss
+from ampkit.precision import MixedPrecision, apply_level
+from ampkit.protocols import as_scaler
+from ampkit.train import History, make_optimizer, train
+
+__all__ = ["DTYPES", "MODES", "Run", "train_side_by_side", "saved_bytes", "AttentionOverflow",
+           "attention_overflow", "softmax_with_inf", "SdpaCheck", "sdpa_vs_manual", "norm_rows", "loss_rows"]
+
+#: The three formats of the notebook, by the kit's short name.
+DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: The three training runs of section 1: (level, autocast dtype, with a loss scaler).
+MODES: dict[str, tuple[str, str, bool]] = {"fp32": ("O0", "bf16", False), "bf16": ("O1", "bf16", False),
+                                           "fp16": ("O1", "fp16", True)}
+
+
+def _dtype(name: str) -> torch.dtype:
+    return DTYPES[check_choice("dtype", name, tuple(DTYPES))]
+
+
+# -- section 1: the model trained three ways ------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """One training run of section 1: its :class:`~ampkit.train.History` (losses, step times, scales) and memory."""
+
+    name: str
+    history: History
+    param_bytes: int       # the model's parameters as stored
+    saved_bytes: int       # what the forward pass keeps for the backward pass (one batch)
+
+
+def saved_bytes(mp: MixedPrecision, x: torch.Tensor, y: torch.Tensor) -> int:
+    """Bytes of the tensors the forward pass and the loss save for the backward pass (each storage counted once):
+    the activation memory of one step, counted with ``torch.autograd.graph.saved_tensors_hooks``, not timed."""
+    seen: dict[tuple[int, int], int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.device.type != "meta":
+            s = t.untyped_storage()
+            seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = lm_loss(mp.forward(x), y)
+    del loss
+    return sum(seen.values())
+
+
+def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, seed: int = 0, n_samples: int = 512,
+                       **model_kw) -> dict[str, Run]:
+    """Train the same :class:`~ampkit.models.DecoderLM` (same start, same batches) in fp32 (O0), under bf16
+    autocast (O1) and under fp16 autocast with ``torch.amp.GradScaler`` (O1), with AdamW, on the CPU; one
+    :class:`Run` per mode of :data:`MODES`. ``model_kw`` go to the model (``n_layers``, ``d_model``, ...).
+
+    >>> runs = train_side_by_side(steps=2, batch_size=2, n_samples=8, n_layers=1, d_model=16, context=16)
+    >>> sorted(runs), runs["fp16"].history.steps
+    (['bf16', 'fp16', 'fp32'], 2)
+    """
+    steps, batch_size = check_int("steps", steps), check_int("batch_size", batch_size)
+    context = model_kw.get("context", 64)
+    data = make_data("decoder", seed=seed, n_samples=n_samples, context=context)
+    runs: dict[str, Run] = {}
+    for name, (level, dtype, scaled) in MODES.items():
+        model = build_model("decoder", seed=seed, **model_kw)
+        mp = apply_level(model, make_optimizer("adamw", model.parameters(), lr), level, dtype)
+        scaler = as_scaler(torch.amp.GradScaler("cpu")) if scaled else None
+        memory = saved_bytes(mp, data[0][:batch_size], data[1][:batch_size])
+        hist = train(mp, data, scaler=scaler, steps=steps, batch_size=batch_size, loss_fn=lm_loss, seed=seed)
+        params = sum(p.numel() * p.element_size() for p in mp.model.parameters())
+        runs[name] = Run(name, hist, params, memory)
+    return runs
+
+
+# -- section 2: attention -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttentionOverflow:
+    """One attention's logits in one format: the largest magnitude the matmul produced (``matmul_max``: q·kᵀ, or
+    (q/√d)·kᵀ when the scale comes first; ``inf`` once it overflowed), the largest scaled logit (``largest``), the
+    format's largest finite number, and the share of softmax rows that came out with a NaN."""
+
+    dtype: str
+    act_scale: float
+    head_dim: int
+    scale_at: str
+    matmul_max: float
+    largest: float
+    fmt_max: float
+    nan_rows: float
+
+    @property
+    def overflowed(self) -> bool:
+        return math.isinf(self.matmul_max)
+
+
+def _qk(act_scale: float, head_dim: int, tokens: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(tokens, head_dim, generator=g) * act_scale
+    k = torch.randn(tokens, head_dim, generator=g) * act_scale
+    return q, k
+
+
+def attention_overflow(act_scale: float, head_dim: int, dtype: str = "fp16", scale_at: str = "logits",
+                       tokens: int = 64, seed: int = 0) -> AttentionOverflow:
+    """One head's causal attention on queries and keys drawn from N(0, ``act_scale``²), computed in ``dtype``:
+    the logits ``q·kᵀ/√d`` with the scale applied to q before the matmul (``scale_at="q"``) or to the logits after
+    it (``"logits"``), the causal mask (-inf above the diagonal) and the softmax, all in ``dtype``.
+
+    A logit of q·kᵀ has a spread of about ``act_scale² · √head_dim``; the scale after the matmul comes too late when
+    that product passes the format's maximum (fp16: 65504).
+    """
+    act_scale = check_positive_finite("act_scale", act_scale, example="30.0")
+    head_dim, tokens = check_int("head_dim", head_dim), check_int("tokens", tokens)
+    scale_at = check_choice("scale_at", scale_at, SCALE_AT)
+    dt = _dtype(dtype)
+    q, k = (t.to(dt) for t in _qk(act_scale, head_dim, tokens, seed))
+    scale = 1.0 / math.sqrt(head_dim)
+    product = (q * scale) @ k.T if scale_at == "q" else q @ k.T
+    logits = product if scale_at == "q" else product * scale
+    causal = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    probs = torch.softmax(logits.masked_fill(~causal, float("-inf")), dim=-1)
+
+    def visible_max(t: torch.Tensor) -> float:
+        return float(t.float().abs().masked_fill(~causal, 0.0).max())
+
+    return AttentionOverflow(dtype, act_scale, head_dim, scale_at, visible_max(product), visible_max(logits),
+                             torch.finfo(dt).max, float(probs.isnan().any(-1).float().mean()))
+
+
+def softmax_with_inf(n: int = 6, dtype: str = "fp16") -> torch.Tensor:
+    """``softmax`` of one row of ``n`` logits in which one logit is ``+inf`` (an overflowed q·k): the row's max is
+    inf, ``inf - inf`` is NaN, and the NaN reaches every entry through the row's sum.
+
+    >>> softmax_with_inf(4).isnan().tolist()
+    [True, True, True, True]
+    """
+    n = check_int("n", n, minimum=2)
+    row = torch.linspace(-1.0, 1.0, n).to(_dtype(dtype))
+    row[n // 2] = float("inf")
+    return torch.softmax(row, dim=-1)
+
+
+@dataclass(frozen=True)
+class SdpaCheck:
+    """Written-out attention vs ``F.scaled_dot_product_attention`` on the same fp16/bf16 inputs: the share of
+    output rows with a NaN in each, and the fused function's largest error against a float64 reference."""
+
+    dtype: str
+    manual_nan_rows: float
+    sdpa_nan_rows: float
+    sdpa_max_error: float
+
+
+def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp16", tokens: int = 64,
+                   seed: int = 0) -> SdpaCheck:
+    """The same causal attention written out (scale after the matmul, all in ``dtype``) and through
+    ``F.scaled_dot_product_attention(is_causal=True)``; values v from N(0, 1)."""
+    dt = _dtype(dtype)
+    q, k = _qk(check_positive_finite("act_scale", act_scale, example="60.0"), check_int("head_dim", head_dim),
+               check_int("tokens", tokens), seed)
+    v = torch.randn(tokens, head_dim, generator=torch.Generator().manual_seed(seed + 1))
+    q4, k4, v4 = (t[None, None] for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(q4.double(), k4.double(), v4.double(), is_causal=True)
+    low = [t.to(dt) for t in (q4, k4, v4)]
+    fused = F.scaled_dot_product_attention(*low, is_causal=True)
+    causal = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    logits = (low[0] @ low[1].transpose(-2, -1)) / math.sqrt(head_dim)
+    manual = torch.softmax(logits.masked_fill(~causal, float("-inf")), dim=-1) @ low[2]
+
+    def nan_rows(out: torch.Tensor) -> float:
+        return float(out.isnan().any(-1).float().mean())
+
+    return SdpaCheck(dtype, nan_rows(manual), nan_rows(fused), float((fused.double() - ref).abs().max()))
+
+
+# -- section 3: norms -----------------------------------------------------------------------------------------------
+
+def _rms(x: torch.Tensor, stat_dtype: torch.dtype | None) -> torch.Tensor:
+    h = x if stat_dtype is None else x.to(stat_dtype)
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype)
+
+
+def norm_rows(magnitudes=(100.0, 255.0, 256.0, 300.0, 1000.0), dim: int = 64, dtype: str = "fp16"
+              ) -> list[dict[str, float]]:
+    """For each magnitude m, a vector of ``dim`` values ±m in ``dtype`` normalised three ways; each row gives
+    ``x²`` in the format, and the largest error against the fp32 result of: RMSNorm with its mean of squares in
+    ``dtype`` (``rms_low``), RMSNorm with the statistic in fp32 and cast back (``rms_fp32_stat``), and
+    ``F.layer_norm`` on the ``dtype`` input (``layer_norm``).
+
+    >>> [r["rms_low"] > 0.5 for r in norm_rows((255.0, 256.0))]
+    [False, True]
+    """
+    dt = _dtype(dtype)
+    dim = check_int("dim", dim, minimum=2)
+    signs = torch.tensor([1.0, -1.0]).repeat(dim // 2 + 1)[:dim]
+    rows = []
+    for m in magnitudes:
+        x32 = signs * check_positive_finite("magnitude", m, example="300.0")
+        x = x32.to(dt)
+        ref_rms, ref_ln = _rms(x.float(), None), F.layer_norm(x.float(), (dim,))
+        rows.append({"magnitude": float(m), "square": float(x[0] * x[0]),
+                     "rms_low": float((_rms(x, None).float() - ref_rms).abs().max()),
+                     "rms_fp32_stat": float((_rms(x, torch.float32).float() - ref_rms).abs().max()),
+                     "layer_norm": float((F.layer_norm(x, (dim,)).float() - ref_ln).abs().max())})
+    return rows
+
+
+# -- section 4: the loss --------------------------------------------------------------------------------------------
+
+def loss_rows(vocab: int = 32000, n: int = 64, logit_std: float = 2.0, seed: int = 0) -> list[dict[str, float]]:
+    """Cross-entropy of ``n`` positions over a vocabulary of ``vocab`` tokens (logits from N(0, ``logit_std``²)),
+    computed with the logits in each format: the loss's error against float64, and for the gradient (softmax
+    minus the one-hot target, most entries about 1/vocab) its largest relative error and the share of its entries
+    that became exactly 0.
+
+    >>> rows = loss_rows(vocab=1000, n=4)
+    >>> [r["dtype"] for r in rows], rows[0]["grad_zero_share"]
+    (['fp32', 'bf16', 'fp16'], 0.0)
+    """
+    vocab, n = check_int("vocab", vocab, minimum=2), check_int("n", n)
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(n, vocab, generator=g) * check_positive_finite("logit_std", logit_std, example="2.0")
+    target = torch.randint(0, vocab, (n,), generator=g)
+    ref = logits.double().requires_grad_()
+    loss_ref = F.cross_entropy(ref, target)
+    (grad_ref,) = torch.autograd.grad(loss_ref, ref)
+    loss_ref = loss_ref.detach()
+    rows = []
+    for name, dt in DTYPES.items():
+        low = logits.to(dt).requires_grad_()
+        loss = F.cross_entropy(low, target)
+        (grad,) = torch.autograd.grad(loss, low)
+        loss = loss.detach()
+        rel = ((grad.double() - grad_ref).abs() / grad_ref.abs()).max()
+        rows.append({"dtype": name, "loss": float(loss), "loss_error": abs(float(loss) - float(loss_ref)),
+                     "grad_max_rel_error": float(rel), "grad_zero_share": float((grad == 0).float().mean()),
+                     "loss_dtype": format_name(loss.dtype)})
+    return rows
