@@ -22,8 +22,8 @@ from ampkit.lessons.transformer_systems import (
 
 
 def test_compiled_step_gives_the_eager_losses_and_counts_graphs():
-    run = compile_vs_eager(steps=3, backend="aot_eager")
-    assert len(run.compiled_losses) == 3 and all(map(math.isfinite, run.compiled_losses))
+    run = compile_vs_eager(steps=2, backend="aot_eager")
+    assert len(run.compiled_losses) == 2 and all(map(math.isfinite, run.compiled_losses))
     assert run.bitwise_equal and run.max_abs_diff == 0.0
     assert run.compiled_losses[-1] < run.compiled_losses[0]          # it trains
     assert (run.graphs_after_warm, run.graphs_after_new_shape) == (1, 2)   # same shape: no new graph
