@@ -91,6 +91,8 @@ def test_sharded_checks_its_arguments():
         sharded_gradients(world_size=1)
     with pytest.raises(ValueError, match="timeout"):
         sharded_gradients(timeout=0)
+    with pytest.raises(ValueError, match="spawn"):
+        sharded_gradients(start="forkserver-ish")
 
 
 def test_hunter_finds_the_first_inf_in_attention_and_the_doctor_calls_it_persistent():

@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import torch
 
-from ampkit._util import check_int, check_positive_finite
+from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.dtypes import short_name
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
 from ampkit.models import lm_loss
@@ -99,7 +99,8 @@ def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str
 
 
 def _worker(rank: int, world_size: int, port: int, timeout: float, seed: int, out: multiprocessing.Queue) -> None:
-    os.setsid()                               # its own process group: killed as one
+    if hasattr(os, "setsid"):
+        os.setsid()                           # its own process group: killed as one
     import torch.distributed as dist
 
     torch.set_num_threads(1)
@@ -132,25 +133,32 @@ def _kill(procs) -> None:
     for p in procs:
         if p.exitcode is None and p.pid is not None:
             try:
-                os.killpg(p.pid, signal.SIGKILL)
+                if hasattr(os, "killpg"):
+                    os.killpg(p.pid, signal.SIGKILL)
+                else:                         # Windows: no process groups here
+                    p.kill()
             except ProcessLookupError:
                 pass
     for p in procs:
         p.join(10)
 
 
-def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0) -> ShardedGrads:
-    """Run :data:`POLICIES` on ``world_size`` forked CPU processes (gloo on 127.0.0.1, a free port); return rank
-    0's :class:`ShardedGrads`. Past ``timeout`` seconds every worker is killed and ``TimeoutError`` raised; a worker
-    that fails is a ``RuntimeError`` with its error. Nothing is left running either way."""
+def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
+                      start: str | None = None) -> ShardedGrads:
+    """Run :data:`POLICIES` on ``world_size`` CPU processes (gloo on 127.0.0.1, a free port); return rank 0's
+    :class:`ShardedGrads`. Past ``timeout`` seconds every worker is killed and ``TimeoutError`` raised; a worker
+    that fails is a ``RuntimeError`` with its error. Nothing is left running either way. ``start``: ``"fork"``
+    (the default where the system has it: the workers start at once, with torch already imported) or ``"spawn"``
+    (fresh interpreters that import torch again: seconds; the only choice on Windows)."""
     world_size = check_int("world_size", world_size, minimum=2, maximum=4)
     timeout = check_positive_finite("timeout", timeout, example="60")
-    if "fork" not in multiprocessing.get_all_start_methods():
-        raise RuntimeError("sharded_gradients forks its workers; this system cannot fork (Windows): run it on Linux "
-                           "or macOS")
-    import torch.distributed.fsdp  # noqa: F401  (imported once here, before the fork, not once per worker)
+    methods = multiprocessing.get_all_start_methods()
+    start = check_choice("start", start or ("fork" if "fork" in methods else "spawn"), ("fork", "spawn"))
+    if start not in methods:
+        raise ValueError(f"start={start!r} is not available on this system; it has: {', '.join(methods)}")
+    import torch.distributed.fsdp  # noqa: F401  (imported once here, before a fork, not once per worker)
 
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context(start)
     results = ctx.Queue()
     port = _free_port()
     t0 = time.perf_counter()
