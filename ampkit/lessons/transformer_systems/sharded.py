@@ -1,9 +1,10 @@
 """Sharded training with FSDP2's ``MixedPrecisionPolicy`` on 2 CPU processes (gloo): gradient reduction in fp32
 against reduction in bf16, both measured against an fp32 run.
 
-Taught in ``08_transformers_compiled_and_sharded.ipynb``. :func:`sharded_gradients` forks ``world_size`` worker
-processes (a gloo group on 127.0.0.1, a free port, a bounded timeout; every worker is its own process group and is
-killed at the end, whatever happened). Each rank builds the same seeded decoder, applies
+Taught in ``08_transformers_compiled_and_sharded.ipynb``. :func:`sharded_gradients` starts ``world_size`` worker
+processes (forked where the system can fork, else spawned; a gloo group on 127.0.0.1, a free port, a bounded
+timeout; every worker is its own process group where the system has them, and is killed at the end, whatever
+happened). Each rank builds the same seeded decoder, applies
 ``torch.distributed.fsdp.fully_shard`` to every block and to the whole model, and takes one step of the kit's
 training step (:func:`ampkit.train.train_step`) on its own batch. Three runs: no policy (fp32 everywhere: the
 reference), ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` and ``(param_dtype=bf16,
