@@ -152,6 +152,26 @@ def http_learner(h, rec: dict, t0: float, args, abort: threading.Event) -> None:
             kernel.close()
 
 
+def kill_own_browsers() -> None:
+    """Kill what this process started for the browsers and left running (a learner thread stuck past the run's
+    timeout): our own child processes named chrom*, or Playwright's driver (node), by process id."""
+    left = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if any(n in p.name() for n in ("chrom", "node", "playwright")):
+                left.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    for p in left:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(left, timeout=10)
+    if left:
+        print(f"   clean-up: {len(left)} browser process(es) killed", flush=True)
+
+
 def browser_indices(k: int, n: int) -> set[int]:
     """Which of the K learners (0-based, in arrival order) use a real browser: ``n`` spread over the minute."""
     n = max(0, min(n, k))
@@ -175,6 +195,7 @@ def run_k(k: int, args) -> dict:
     t_start = time.monotonic()
     with loadtest.Cleanup() as cleanup:
         try:
+            cleanup.add(kill_own_browsers)          # runs last: after the hub and its processes are stopped
             h = hub_client.Hub(cleanup, args.venv, room_timeouts=True, env=env)
             h.wait_up()
             cleanup.add(hub_client.delete_accounts, h, names)

@@ -61,7 +61,7 @@ def test_cleanup_runs_every_step_last_first_even_on_errors_and_sigterm():
 
 def test_new_modules_import_neither_jupyterhub_nor_torch():
     code = ("import sys\n"
-            "from ampkit.classroom import hub, hub_client, kernel_ws, loadtest\n"
+            "from ampkit.classroom import hub, hub_client, kernel_ws, loadtest, storm\n"
             "print(sorted(m for m in ('torch', 'jupyterhub', 'psutil', 'ipywidgets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -121,6 +121,22 @@ def test_hub_starts_answers_with_its_token_and_cleans_up_after_itself(tmp_path):
     assert cleanup.errors == []
     assert h.proc.returncode is not None and not tmp.exists()
     assert not hub_client._alive(child)                          # the stop killed what the hub left behind
+
+
+def test_hub_for_the_storm_keeps_the_rooms_timeouts_and_takes_extra_settings(tmp_path):
+    with loadtest.Cleanup() as cleanup:
+        bench = hub_client.Hub(cleanup, _fake_venv(tmp_path, FAKE_HUB))
+        storm_hub = hub_client.Hub(cleanup, _fake_venv(tmp_path / "s", FAKE_HUB), room_timeouts=True,
+                                   extra_config="c.JupyterHub.concurrent_spawn_limit = 2\n",
+                                   env={"AMPKIT_HUB_SPAWN_LIMIT": "2"})
+        assert "start_timeout = c.Spawner.http_timeout = 600" in (bench.tmp / "bench_config.py").read_text()
+        config = (storm_hub.tmp / "bench_config.py").read_text()
+        assert "600" not in config and config.endswith("c.JupyterHub.concurrent_spawn_limit = 2\n")
+        assert len(storm_hub.password) >= 8 and storm_hub.password != bench.password   # the room password
+        storm_hub.wait_up(30)
+        environ = psutil.Process(storm_hub.proc.pid).environ()
+        assert environ["AMPKIT_HUB_SPAWN_LIMIT"] == "2" and environ["AMPKIT_HUB_PASSWORD"] == storm_hub.password
+    assert cleanup.errors == []
 
 
 def test_hub_that_exits_at_once_is_a_clear_error_with_its_log(tmp_path):

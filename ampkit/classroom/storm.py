@@ -255,6 +255,8 @@ class HttpLearner:
             try:
                 with self.opener.open(req, timeout=max(1.0, deadline - time.monotonic())) as r:
                     for raw in r:
+                        if time.monotonic() > deadline:
+                            raise StormError("the server was not ready in time (progress stream still open)")
                         ev = progress_events([raw.decode(errors="replace").strip()])
                         if ev:
                             last = ev[-1]
