@@ -116,3 +116,13 @@ def test_overflowing_decoder_checks_its_arguments():
         overflowing_decoder("keys")
     with pytest.raises((TypeError, ValueError), match="gain"):
         overflowing_decoder(gain=-1.0)
+
+
+@pytest.mark.parametrize("name", ["", ".task", ".compiled", ".checkpointing", ".sharded", ".hunting"])
+def test_each_module_names_notebook_08_and_declares_all(name):
+    # tests/test_module_docstrings.py reads ampkit/lessons/*.py only; this package's modules are checked here
+    import importlib
+
+    mod = importlib.import_module(f"ampkit.lessons.transformer_systems{name}")
+    assert "08_transformers_compiled_and_sharded" in mod.__doc__
+    assert mod.__all__ and all(hasattr(mod, n) for n in mod.__all__)
