@@ -1,7 +1,7 @@
 """The room view's page: one HTML document with its script, which asks ``api/room`` every 2 s and redraws.
 Nothing is loaded from another address (the room's network may have no internet).
 
->>> "api/room" in page_html("instructor")
+>>> "api/room" in page_html("instructor", "token")
 True
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ REFRESH_S = 2
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Room view</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="xsrf" content="__XSRF__">
 <style>
  body { font: 15px system-ui, sans-serif; margin: 1.2em 2em; color: #222; }
  h1 { font-size: 1.4em; margin: 0 0 .2em; } h2 { font-size: 1.1em; margin: 1.2em 0 .4em; }
@@ -44,6 +45,7 @@ const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&l
 const ago = (s) => s < 90 ? `${Math.round(s)} s ago` : `${Math.round(s / 60)} min ago`;
 const MARK = {correct: "✅", wrong: "❌", solution: "📖"};
 let last = null;
+const XSRF = document.querySelector('meta[name="xsrf"]').content;   // JupyterHub's check on a script's fetch
 
 function drawHands(h) {
   const body = $("#hands tbody");
@@ -86,7 +88,7 @@ async function refresh() {
   const exercise = $("#exercise").value;
   try {
     const r = await fetch("api/room" + (exercise ? "?exercise=" + encodeURIComponent(exercise) : ""),
-                          {credentials: "same-origin", cache: "no-store"});
+                          {credentials: "same-origin", cache: "no-store", headers: {"X-XSRFToken": XSRF}});
     if (!r.ok) throw new Error(`${r.status} ${r.statusText}`);
     draw(await r.json());
     $("#status").textContent = "updated " + new Date().toLocaleTimeString();
@@ -105,6 +107,8 @@ setInterval(refresh, __REFRESH__ * 1000);
 """
 
 
-def page_html(user: str) -> str:
-    """The page for the logged-in ``user`` (shown in its header)."""
-    return _PAGE.replace("__USER__", html.escape(user)).replace("__REFRESH__", str(REFRESH_S))
+def page_html(user: str, xsrf: str = "") -> str:
+    """The page for the logged-in ``user`` (shown in its header); ``xsrf``: the token its script sends with each
+    request (JupyterHub's OAuth cookie is accepted on a script's request only with it)."""
+    return (_PAGE.replace("__USER__", html.escape(user)).replace("__REFRESH__", str(REFRESH_S))
+            .replace("__XSRF__", html.escape(xsrf)))

@@ -36,6 +36,7 @@ def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: byt
 
     from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
     from tornado import web
+    from tornado.log import app_log
 
     auth = hub_auth or HubOAuth(cache_max_age=60)
     prefix = auth.base_url if auth.base_url.endswith("/") else auth.base_url + "/"
@@ -46,7 +47,7 @@ def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: byt
         def check_hub_user(self, model):
             problem = view_problem(model)
             if problem:
-                self.log.warning("room view: %s", problem)
+                app_log.warning("room view: %s", problem)
                 raise UserNotAllowed(model)
             return model
 
@@ -57,7 +58,8 @@ def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: byt
         @web.authenticated
         def get(self):
             self.set_header("Content-Type", "text/html; charset=utf-8")
-            self.write(page_html(self.current_user["name"]))
+            xsrf = self.xsrf_token
+            self.write(page_html(self.current_user["name"], xsrf.decode() if isinstance(xsrf, bytes) else xsrf))
 
     class RoomHandler(Viewer):
         @web.authenticated
