@@ -39,7 +39,7 @@ def test_mem_limit_bad_sizes_name_the_valid_ones(raw, match):
 
 def test_default_limit_is_derived_from_the_committed_measurement():
     measured = json.loads((ROOT / "benchmarks" / "results" / "kernel_memory.json").read_text())
-    peak = max(r["stages"]["notebook_03_done"]["VmPeak"] for r in measured["runs"])
+    peak = max(r["stages"]["notebook_done"]["VmPeak"] for r in measured["runs"])
     assert measured["peak_vm_mib"] == peak
     assert isolation.default_mem_limit(peak) == isolation.DEFAULT_MEM_LIMIT_GIB
     assert isolation.DEFAULT_MEM_LIMIT_GIB * 1024 >= peak * isolation.MEM_MARGIN

@@ -29,7 +29,7 @@ USER_PREFIX, USER_COMMENT = "ampkit-", "ampkit learner"
 #: Learners' names in the isolated mode: the hub's pattern, shortened so that ``ampkit-NAME`` fits Linux's
 #: 32 characters for a user name (useradd refuses longer ones).
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,24}$"
-#: RLIMIT_AS default: 1.5 times the largest address space a kernel had while running notebook 03
+#: RLIMIT_AS default: 1.5 times the largest address space a kernel had while running a lesson notebook
 #: (benchmarks/results/kernel_memory.json, ``peak_vm_mib``), rounded up to whole GiB (``default_mem_limit``).
 MEM_MARGIN = 1.5
 DEFAULT_MEM_LIMIT_GIB = 3
