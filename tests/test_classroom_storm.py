@@ -306,18 +306,19 @@ def test_render_and_check_on_synthetic_json(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     path = tmp_path / "hub_storm.json"
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) in (0, 1)
-    rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json")])
+    paths = ["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json")]
+    assert rs.main([*paths, "--check"]) in (0, 1)
+    rs.main(paths)
     assert "Not measured yet" in (tmp_path / rs.CLASSROOM).read_text()
     path.write_text(json.dumps(storm_json()))
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) == 1
-    rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json")])
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) == 0
+    assert rs.main([*paths, "--check"]) == 1
+    rs.main(paths)
+    assert rs.main([*paths, "--check"]) == 0
     assert "**Cores for a room of 30: 3**" in (tmp_path / rs.CLASSROOM).read_text()
     changed = copy.deepcopy(storm_json())
     changed["runs"][0]["retries_429"] = 7
     path.write_text(json.dumps(changed))
-    assert rs.main(["--root", str(tmp_path), "--json", str(path), "--throttled", str(tmp_path / "none.json"), "--check"]) == 1
+    assert rs.main([*paths, "--check"]) == 1
 
 
 def test_committed_docs_match_committed_storm_json():
@@ -354,3 +355,32 @@ def test_storm_driver_picks_browsers_spread_and_checks_its_arguments():
     for bad in (["--k", "ten"], ["--k", "0"], ["--browsers", "9"]):
         with pytest.raises(SystemExit):
             bs.parse_args(bad)
+
+
+def test_the_kernel_environment_the_hub_sets_gives_torch_one_thread(tmp_path):
+    """HUB_KERNEL_THREADS reaches torch: the environment configure() gives each learner's server (and so its
+    kernels) makes torch.get_num_threads() equal to it, where torch alone would use every core."""
+    pytest.importorskip("torch")
+    hub = pytest.importorskip("ampkit.classroom.hub")
+    import os
+    import subprocess
+
+    class Section(dict):
+        def __getattr__(self, name):
+            return self.setdefault(name, Section())
+
+        def __setattr__(self, name, value):
+            self[name] = value
+
+    settings = hub.settings_from_env({"AMPKIT_HUB_STATE": str(tmp_path / "state"),
+                                      "AMPKIT_HUB_PASSWORD": "room-pass-1",
+                                      "AMPKIT_HUB_ADMIN_PASSWORD": "a" * 32}, ROOT)
+    c = Section()
+    hub.configure(c, settings, env={"PATH": os.environ.get("PATH", ""), "AMPKIT_HUB_PASSWORD": "room-pass-1",
+                                    "AMPKIT_HUB_ADMIN_PASSWORD": "a" * 32})
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env.update(c.Spawner.environment)
+    code = "import torch; print(torch.get_num_threads())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert settings.kernel_threads == 1 and out.stdout.strip() == "1"
