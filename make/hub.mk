@@ -21,6 +21,7 @@ HUB_MEM_LIMIT      ?=
 HUB_TERMINALS      ?=
 HUB_KERNEL_IDLE    ?=
 HUB_HTTPS          ?=
+HUB_ROOM_VIEW      ?=
 HUB_CERT_NAMES     ?=
 NAMES              ?=
 comma              := ,
@@ -35,6 +36,7 @@ HUB_ENV := AMPKIT_HUB_IP=$(HUB_IP) AMPKIT_HUB_PORT=$(HUB_PORT) AMPKIT_HUB_IDLE_T
   AMPKIT_HUB_MAX_SERVERS=$(HUB_MAX_SERVERS) AMPKIT_HUB_SPAWN_LIMIT=$(HUB_SPAWN_LIMIT) AMPKIT_HUB_ALLOW_ROOT=$(HUB_ALLOW_ROOT)
 HUB_ENV += AMPKIT_HUB_ISOLATE=$(HUB_ISOLATE) AMPKIT_HUB_MEM_LIMIT=$(HUB_MEM_LIMIT) \
   AMPKIT_HUB_TERMINALS=$(HUB_TERMINALS) AMPKIT_HUB_KERNEL_IDLE=$(HUB_KERNEL_IDLE) AMPKIT_HUB_HTTPS=$(HUB_HTTPS)
+HUB_ENV += AMPKIT_HUB_ROOM_VIEW=$(HUB_ROOM_VIEW)
 HUB_CHECK := $(BIN)/python -m ampkit.classroom.hub check --venv $(VENV) --node-prefix $(HUB_NODE)
 
 .PHONY: hub hub-install hub-check bench-hub bench-storm hub-backup hub-reset hub-cert hub-users hub-users-remove test-hub

@@ -35,7 +35,7 @@ _PAGE = """<!doctype html>
 <h2>Learners <span id="count" class="muted"></span></h2>
 <table id="learners"><thead><tr><th>name</th><th>notebook</th><th>last cell</th><th>last report</th>
 <th id="exercise-heads">exercises</th></tr></thead><tbody></tbody></table>
-<p class="muted">✅ correct · ❌ not yet · 📖 ran the solution · grey: no report for over <span id="quiet"></span> s.
+<p class="muted">✓ correct · ✗ not yet · sol: ran the solution · grey: no report for over <span id="quiet"></span> s.
 What a learner's kernel sends is in their own folder (room-view-sent.jsonl).</p>
 <script>
 "use strict";
@@ -43,7 +43,7 @@ const $ = (s) => document.querySelector(s);
 const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
                                                             "'": "&#39;"}[c]));
 const ago = (s) => s < 90 ? `${Math.round(s)} s ago` : `${Math.round(s / 60)} min ago`;
-const MARK = {correct: "✅", wrong: "❌", solution: "📖"};
+const MARK = {correct: "✓", wrong: "✗", solution: "sol"};   // plain symbols: a projector's browser may lack emoji
 let last = null;
 const XSRF = document.querySelector('meta[name="xsrf"]').content;   // JupyterHub's check on a script's fetch
 
@@ -57,7 +57,7 @@ function drawHands(h) {
   const reveal = $("#reveal").checked;
   body.innerHTML = h.counts.map((r) => `<tr data-label="${esc(r.label)}"><td><code>${esc(r.label)}</code></td>` +
     `<td class="count">${r.count}</td><td><span class="bar${reveal && r.correct ? " correct" : ""}" ` +
-    `style="width:${Math.round(240 * r.count / most)}px"></span>${reveal && r.correct ? " ✅" : ""}</td></tr>`
+    `style="width:${Math.round(240 * r.count / most)}px"></span>${reveal && r.correct ? " ✓ correct" : ""}</td></tr>`
   ).join("");
 }
 
