@@ -243,7 +243,9 @@ def spawner_class(isolate: bool, limits: list[tuple[str, int]], users_dir: str):
         return AmpkitSharedSpawner
 
     class AmpkitSystemUserSpawner(LocalProcessSpawner):
-        """Each learner's server as their system user ``ampkit-NAME``, home ``users/NAME``, with ``limits``."""
+        """Each learner's server as their system user ``ampkit-NAME``, home ``users/NAME``, with ``limits``; the
+        compile cache of notebook 04 (``TORCHINDUCTOR_CACHE_DIR``) in the home: the kit's shared cache is the hub
+        user's, and a cache shared between learners would let one plant compiled code that another one loads."""
 
         @property
         def home_dir(self) -> str:
@@ -253,7 +255,8 @@ def spawner_class(isolate: bool, limits: list[tuple[str, int]], users_dir: str):
             return limited_preexec(set_user_setuid(system_name(name)), limits)
 
         def user_env(self, env):
-            env.update(USER=system_name(self.user.name), HOME=self.home_dir, SHELL="/bin/bash")
+            env.update(USER=system_name(self.user.name), HOME=self.home_dir, SHELL="/bin/bash",
+                       TORCHINDUCTOR_CACHE_DIR=str(Path(self.home_dir) / ".cache" / "torchinductor"))
             return env
 
     return AmpkitSystemUserSpawner

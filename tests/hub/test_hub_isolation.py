@@ -93,6 +93,11 @@ for what, folder in {{"B's home": {str(b_home)!r}, "the users' folder": {str(b_h
         pass
 assert not readable, f"learner A could read: {{readable}}"
 open(os.path.expanduser("~/notebooks/mine.txt"), "w").write("A's own file")   # A's own home is writable
+from ampkit.sinking.cache import compile_cache_dir            # notebook 04's compile cache: A's own, writable
+cache = compile_cache_dir()
+assert str(cache).startswith(os.path.expanduser("~") + "/"), cache
+cache.mkdir(parents=True, exist_ok=True)
+(cache / "probe").write_text("ok")
 """, timeout=60)
     finally:
         ks.close()
