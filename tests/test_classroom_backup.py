@@ -178,6 +178,8 @@ def test_reset_needs_the_word_and_a_stopped_hub(tmp_path):
     assert "still running" in reset_problem(state, CONFIRM_WORD)
     (state / "jupyterhub.pid").write_text("999999999")             # a stale pid file
     assert reset_problem(state, CONFIRM_WORD) is None
+    (state / "jupyterhub.pid").write_text("1")                     # pid 1: running; as another user, a non-root
+    assert backup.hub_pid(state) == 1                              # caller gets PermissionError: still running
 
 
 def test_reset_backs_up_then_deletes(tmp_path, capsys):

@@ -223,6 +223,8 @@ def hub_pid(state_dir: str | os.PathLike) -> int | None:
     try:
         pid = int((Path(state_dir) / "jupyterhub.pid").read_text().strip())
         os.kill(pid, 0)
+    except PermissionError:  # running, as another user (the isolated hub runs as root)
+        return pid
     except (OSError, ValueError):
         return None
     return pid
