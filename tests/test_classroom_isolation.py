@@ -223,3 +223,33 @@ def test_users_cli_refuses_without_root_or_names(monkeypatch, capsys):
     assert isolation.main(["add", "ana"]) == 2 and "needs root" in capsys.readouterr().err
     monkeypatch.setattr(isolation.os, "geteuid", lambda: 0)
     assert isolation.main(["add"]) == 2 and "NAMES=" in capsys.readouterr().err
+
+
+def test_start_problem_is_one_line_before_anything_starts(tmp_path, monkeypatch):
+    shared = hub.settings_from_env({"AMPKIT_HUB_VENV": str(tmp_path)}, ROOT)
+    assert isolation.start_problem(shared) is None
+    iso = hub.settings_from_env({"AMPKIT_HUB_ISOLATE": "1", "AMPKIT_HUB_VENV": str(tmp_path / "venv")}, ROOT)
+    monkeypatch.setattr(isolation, "unreachable", lambda paths: [f"{paths[0]} is closed"])
+    monkeypatch.setattr(isolation.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    assert isolation.start_problem(iso) == f"the isolated hub will not start: {tmp_path / 'venv' / 'bin' / 'python'} " \
+        "is closed"
+    monkeypatch.setattr(isolation.shutil, "which", lambda name: None)
+    assert "useradd, which is not on PATH" in isolation.start_problem(iso)
+
+
+def test_make_test_hub_says_in_one_line_what_is_missing(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("needs_hub", ROOT / "tests" / "hub" / "needs_hub.py")
+    needs_hub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(needs_hub)
+    empty = tmp_path / "venv"
+    (empty / "bin").mkdir(parents=True)
+    msg = needs_hub.problem(str(empty), None, 0, True, True)
+    assert msg.startswith("make test-hub needs the hub extra; missing: jupyterhub") and "\n" not in msg
+    assert "make hub-install" in msg
+    venv = ROOT / ".venv"
+    if not hub.missing_extras(venv):          # with the extra installed: root, useradd and openssl are checked
+        assert "needs root and useradd" in needs_hub.problem(str(venv), None, 1000, True, True)
+        assert "openssl" in needs_hub.problem(str(venv), None, 0, True, False)
+        assert needs_hub.problem(str(venv), None, 0, True, True) is None

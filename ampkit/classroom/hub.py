@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if problem else 0
     try:
         s = settings_from_env(dict(os.environ), Path(__file__).resolve().parents[2])
-        problem = exposure_problem(s)
+        problem = exposure_problem(s) or isolation.start_problem(s)
     except ValueError as exc:
         problem = str(exc)
     if problem:

@@ -262,12 +262,23 @@ def spawner_class(isolate: bool, limits: list[tuple[str, int]], users_dir: str):
     return AmpkitSystemUserSpawner
 
 
+def start_problem(s) -> str | None:
+    """Why the isolated hub cannot start on this machine (``make hub``'s check, nothing changed), or None."""
+    if not s.isolate:
+        return None
+    if not shutil.which("useradd"):
+        return ("HUB_ISOLATE=1 creates system users with useradd, which is not on PATH (Linux only; on Debian/Ubuntu "
+                "it is in the passwd package, /usr/sbin)")
+    problems = unreachable([Path(s.venv) / "bin" / "python"])
+    return "the isolated hub will not start: " + "; ".join(problems) if problems else None
+
+
 def check_isolated(s, stream=None) -> None:
     """At the isolated hub's start (``hub.configure``): the secrets made private and checked, the venv and the
     users' folder reachable by the learners' users, ``useradd`` present. A problem raises ``ValueError``."""
-    if not shutil.which("useradd"):
-        raise ValueError("HUB_ISOLATE=1 creates system users with useradd, which is not on PATH (Linux only; on "
-                         "Debian/Ubuntu it is in the passwd package, /usr/sbin)")
+    problem = start_problem(s)
+    if problem:
+        raise ValueError(problem)
     make_private(s.state_dir)
     problems = privacy_problems(s.state_dir) + unreachable([Path(s.venv) / "bin" / "python", s.users_dir])
     if problems:
