@@ -89,13 +89,15 @@ class AttentionOverflowView(WidgetView):
         xs = range(len(names))
         colours = [dtype_colour(n) for n in names]
         self._bars = left.bar(xs, [1.0] * len(names), color=colours, width=0.6)
+        self._limit_marks: list = []
         for x, n in zip(xs, names):
             top = torch.finfo(DTYPES[n]).max
-            if top < _TOP:
-                left.hlines(top, x - 0.45, x + 0.45, colors=STATUS_COLOURS["bad"], linestyles="--", lw=2, zorder=4)
-                left.annotate(f"{n} max {top:.0f}", (x, top), textcoords="offset points", xytext=(0, 3),
-                              ha="center", fontsize=7, color=STATUS_COLOURS["bad"], zorder=4,
-                              bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
+            if top < _TOP:          # drawn after the bars on every redraw, so an overflowed bar never hides it
+                self._limit_marks += [
+                    left.hlines(top, x - 0.45, x + 0.45, colors=STATUS_COLOURS["bad"], linestyles="--", lw=2),
+                    left.annotate(f"{n} max {top:.0f}", (x, top), textcoords="offset points", xytext=(0, 3),
+                                  ha="center", fontsize=7, color=STATUS_COLOURS["bad"],
+                                  bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))]
             else:
                 left.annotate(f"max {top:.2g}\n(far above)", (x, _TOP), textcoords="offset points", xytext=(0, -4),
                               ha="center", va="top", fontsize=7, color=colours[x])
@@ -114,7 +116,7 @@ class AttentionOverflowView(WidgetView):
         right.set_ylabel("% of softmax rows with NaN")
         right.set_title("rows that became NaN", fontsize=9)
         self.figure = fig
-        self._moving = [*self._bars, *self._labels, *self._nan_bars, *self._nan_labels]
+        self._moving = [*self._bars, *self._limit_marks, *self._labels, *self._nan_bars, *self._nan_labels]
         freeze_layout(fig)
         self._bg = blit_background(fig, self._moving)
 
@@ -125,7 +127,7 @@ class AttentionOverflowView(WidgetView):
             bar.set_height(height)
             bar.set_hatch("//" if r.overflowed else "")
             bar.set_edgecolor(STATUS_COLOURS["bad"] if r.overflowed else bar.get_facecolor())
-            label.set_position((bar.get_x() + bar.get_width() / 2, height if not r.overflowed else 1e6))
+            label.set_position((bar.get_x() + bar.get_width() / 2, height if not r.overflowed else 5e5))
             label.set_text("inf (overflow)" if r.overflowed else f"{r.matmul_max:.3g}")
             nan_bar.set_height(100 * r.nan_rows)
             nan_label.set_position((nan_bar.get_x() + nan_bar.get_width() / 2, 100 * r.nan_rows + 1))
