@@ -9,7 +9,7 @@ Used with :mod:`ampkit.models` from ``02_autocast_and_levels.ipynb`` on.
 - :func:`batches`: a seeded mini-batch iterator.
 - :func:`make_corpus`, :class:`CharVocab`, :func:`char_windows`, :func:`char_batches`: a character corpus from a
   small grammar and its next-character windows, for :class:`~ampkit.models.DecoderLM`. Taught in notebook 07
-  (transformers, to come).
+  (``07_transformers_in_16_bits.ipynb``).
 
 >>> X, y = make_blobs(n_samples=8, n_features=3, n_classes=2, seed=0)
 >>> X.shape, y.shape, X.dtype, y.dtype
@@ -161,7 +161,7 @@ def _batch_iter(X: torch.Tensor, y: torch.Tensor, batch_size: int, g: torch.Gene
         epoch += 1
 
 
-# --- a character corpus for the decoder (notebook 07, to come) ---------------------------------------------------
+# --- a character corpus for the decoder (notebook 07) -----------------------------------------------------------------
 
 _NAMES = ("anna", "ben", "cleo", "dev", "emma", "finn", "gita", "hugo", "iris", "jon")
 _NOUNS = ("cat", "dog", "bird", "fox", "horse", "mouse", "owl", "robot", "child", "farmer", "teacher", "zebra")
@@ -236,7 +236,7 @@ def make_corpus(n_chars: int = 32768, seed: int = 0) -> str:
     """Text from a small grammar, one line per sentence: ``the old fox hides a red kite near the river.``,
     ``iris likes a big map, then ben paints it.`` and sums such as ``12+30=42``. Exactly ``n_chars``
     characters of :data:`CHARS`, the same for the same ``seed``; another seed gives other lines of the same
-    grammar (a held-out text). Taught in notebook 07 (transformers, to come).
+    grammar (a held-out text). Taught in notebook 07 (``07_transformers_in_16_bits.ipynb``).
 
     >>> print(make_corpus(103, seed=0))
     the heavy mouse moves a red cake, then hugo wants it.

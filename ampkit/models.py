@@ -7,7 +7,8 @@ loss-scaling and sinking notebooks.
 - :class:`SimpleCNN`: the classic teaching conv net on 1x32x32 images, with a BatchNorm variant.
 - :class:`TinyTransformer`: embedding, LayerNorm, softmax attention, MLP and classifier on token sequences.
 - :class:`DecoderLM`: a small decoder-only language model (causal attention written out or fused, LayerNorm or
-  :class:`RMSNorm`) for the character corpus of :mod:`ampkit.data`. Taught in notebook 07 (transformers, to come).
+  :class:`RMSNorm`) for the character corpus of :mod:`ampkit.data`. Taught in notebook 07
+  (``07_transformers_in_16_bits.ipynb``).
 
 >>> model = build_model("mlp", seed=0, in_features=8, hidden=16, out_features=3)
 >>> model(torch.zeros(2, 8)).shape
@@ -145,7 +146,7 @@ class RMSNorm(nn.Module):
 
     The mean of squares is computed in the input's dtype, so in fp16 ``x²`` overflows once ``|x| > 256``
     (256² = 65536 > 65504, fp16's largest finite number). ``stat_dtype=torch.float32`` computes it in fp32 and
-    casts back, as Llama-style models do. Taught in notebook 07 (transformers, to come).
+    casts back, as Llama-style models do. Taught in notebook 07 (``07_transformers_in_16_bits.ipynb``).
 
     >>> x = torch.tensor([[300.0, 300.0]], dtype=torch.float16)
     >>> RMSNorm(2)(x), RMSNorm(2, stat_dtype=torch.float32)(x)
@@ -243,7 +244,8 @@ class DecoderBlock(nn.Module):
 class DecoderLM(nn.Module):
     """A small decoder-only (GPT-style) language model: token + position embedding, ``n_layers`` pre-norm
     :class:`DecoderBlock` s with causal self-attention, a final norm and an LM head. Returns logits
-    ``(N, T, vocab_size)``; position ``t`` sees tokens ``0..t`` only. Taught in notebook 07 (transformers, to come).
+    ``(N, T, vocab_size)``; position ``t`` sees tokens ``0..t`` only. Taught in notebook 07
+    (``07_transformers_in_16_bits.ipynb``).
 
     ``norm`` is ``"layer"`` (``nn.LayerNorm``) or ``"rms"`` (:class:`RMSNorm`, its statistic in ``stat_dtype``);
     ``attention`` and ``scale_at`` go to :class:`CausalSelfAttention`. Weights start as GPT-2's: normal(0, 0.02),

@@ -46,6 +46,6 @@ __all__ = [
     "paddle_list", "paddle_rows", "run_as", "fp32_matmul",
     # numerical checks
     "AdamStep", "adam_step_in", "EvalGap", "evaluate_under_autocast",
-    # bf16 weight updates (notebook 07, to come)
+    # bf16 weight updates (notebook 07)
     "BF16Updates", "apply_update", "stochastic_round",
 ]

@@ -149,15 +149,18 @@ def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
     """Run :data:`POLICIES` on ``world_size`` CPU processes (gloo on 127.0.0.1, a free port); return rank 0's
     :class:`ShardedGrads`. Past ``timeout`` seconds every worker is killed and ``TimeoutError`` raised; a worker
     that fails is a ``RuntimeError`` with its error. Nothing is left running either way. ``start``: ``"fork"``
-    (the default where the system has it: the workers start at once, with torch already imported) or ``"spawn"``
-    (fresh interpreters that import torch again: seconds; the only choice on Windows)."""
+    (the default where the system has it and torch sees no CUDA GPU: the workers start at once, with torch already
+    imported) or ``"spawn"`` (fresh interpreters that import torch again: seconds; the only choice on Windows)."""
     world_size = check_int("world_size", world_size, minimum=2, maximum=4)
     timeout = check_positive_finite("timeout", timeout, example="60")
     methods = multiprocessing.get_all_start_methods()
-    start = check_choice("start", start or ("fork" if "fork" in methods else "spawn"), ("fork", "spawn"))
+    # a forked worker fails in its backward pass once the parent ran one on a machine with a CUDA GPU (autograd's
+    # device threads; as ampkit.diagnose.distributed found on an H100): spawn there
+    default = "fork" if "fork" in methods and not torch.cuda.is_available() else "spawn"
+    start = check_choice("start", start or default, ("fork", "spawn"))
     if start not in methods:
         raise ValueError(f"start={start!r} is not available on this system; it has: {', '.join(methods)}")
-    import torch.distributed.fsdp  # noqa: F401  (imported once here, before a fork, not once per worker)
+    import torch.distributed.fsdp as _fsdp  # noqa: F401  (imported once here, before a fork, not once per worker)
 
     ctx = multiprocessing.get_context(start)
     results = ctx.Queue()
