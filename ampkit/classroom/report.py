@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VERSION = 1
-URL_VAR, CAFILE_VAR = "AMPKIT_ROOMVIEW_URL", "AMPKIT_ROOMVIEW_CAFILE"
+URL_VAR, CA_VAR = "AMPKIT_ROOMVIEW_URL", "AMPKIT_ROOMVIEW_CA"
 SENT_FILE = "room-view-sent.jsonl"
 #: Seconds a report may take on its background thread before it is given up (the cell never waits for it).
 TIMEOUT = 3.0
@@ -59,7 +59,7 @@ class Config:
     token: str
     user: str
     sent_file: Path
-    cafile: str = ""
+    ca: str = ""          # HTTPS: the hub's certificate (PEM text), trusted as it is
 
 
 def config_from_env(env) -> Config | None:
@@ -68,7 +68,7 @@ def config_from_env(env) -> Config | None:
     if not (url and token and user):
         return None
     home = Path(env.get("HOME") or ".")
-    return Config(url=url, token=token, user=user, sent_file=home / SENT_FILE, cafile=env.get(CAFILE_VAR, ""))
+    return Config(url=url, token=token, user=user, sent_file=home / SENT_FILE, ca=env.get(CA_VAR, ""))
 
 
 def notebook_name(env) -> str:
@@ -175,8 +175,8 @@ class Reporter:
         if not self.config.url.startswith("https:"):
             return None
         ctx = ssl.create_default_context()
-        if self.config.cafile:   # the hub's own certificate, trusted as it is; reached by loopback address
-            ctx.load_verify_locations(self.config.cafile)
+        if self.config.ca:   # the hub's own certificate, trusted as it is; reached by loopback address
+            ctx.load_verify_locations(cadata=self.config.ca)
             ctx.check_hostname = False
             ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
         return ctx

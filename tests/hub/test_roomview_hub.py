@@ -15,7 +15,9 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from ampkit.classroom import report as reporting
 from ampkit.classroom.report import SENT_FILE
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
 
@@ -56,10 +59,11 @@ def free_port() -> int:
 class Hub:
     """One hub on 127.0.0.1 from the room's config, with a test service token that may make learners' tokens."""
 
-    def __init__(self):
+    def __init__(self, cafile: str = "", **more_env):
         self.tmp = Path(tempfile.mkdtemp(prefix="ampkit-rvtest-"))
         self.port, self.token = free_port(), secrets.token_hex(32)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if cafile else 'http'}://127.0.0.1:{self.port}"
+        self.ctx = ssl.create_default_context(cafile=cafile) if cafile else None
         self.password, self.admin_password = secrets.token_hex(8), secrets.token_hex(20)
         (self.tmp / "config.py").write_text(
             f"c = get_config()  # noqa\nload_subconfig({str(ROOT / 'hub' / 'jupyterhub_config.py')!r})  # noqa\n"
@@ -73,7 +77,7 @@ class Hub:
                "AMPKIT_HUB_HUB_PORT": str(free_port()), "AMPKIT_HUB_PROXY_API_PORT": str(free_port()),
                "AMPKIT_HUB_STATE": str(self.tmp / "state"), "AMPKIT_HUB_VENV": str(VENV),
                "AMPKIT_HUB_PASSWORD": self.password, "AMPKIT_HUB_ADMIN_PASSWORD": self.admin_password,
-               "AMPKIT_HUB_KERNEL_THREADS": "1"}
+               "AMPKIT_HUB_KERNEL_THREADS": "1", **more_env}
         self.log_path = self.tmp / "hub.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([str(VENV / "bin" / "jupyterhub"), "-f", str(self.tmp / "config.py")],
@@ -91,7 +95,7 @@ class Hub:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with urllib.request.urlopen(req, timeout=30, context=self.ctx) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")
@@ -276,3 +280,32 @@ def test_the_report_api_takes_only_a_learners_own_token_for_themselves(hub):
     assert hub.request("POST", path, {**report, "kind": "chat"}, token=ana_token)[0] == 400
     # a learner's token does not open the instructor's data
     assert hub.request("GET", f"/services/{SERVICE}/api/room", token=ana_token)[0] == 403
+
+
+def test_over_https_a_kernels_reporter_trusts_the_hubs_own_certificate(tmp_path):
+    """HUB_HTTPS=1 (make hub-cert's certificate): the reporter reaches the room view at https://127.0.0.1 with the
+    certificate's text from its environment (an isolated learner cannot read the hub's folder)."""
+    state = tmp_path / "state"
+    out = subprocess.run([sys.executable, "-m", "ampkit.classroom.tls", "cert", "--state", str(state)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    from ampkit.classroom import tls
+
+    cert = tls.cert_files(state)[0]
+    h = Hub(cafile=str(cert), AMPKIT_HUB_HTTPS="1", AMPKIT_HUB_STATE=str(state))
+    try:
+        h.wait_up()
+        h.request("POST", f"/hub/api/users/{ANA}")
+        status, body = h.request("POST", f"/hub/api/users/{ANA}/tokens", {"scopes": [REPORT_SCOPE],
+                                                                          "expires_in": 600})
+        assert status == 201, body
+        url = f"{h.url}/services/{SERVICE}/api/report"
+        config = reporting.Config(url=url, token=json.loads(body)["token"], user=ANA,
+                                  sent_file=tmp_path / SENT_FILE, ca=cert.read_text())
+        r = reporting.Reporter(config)
+        assert r.post(reporting.encode(reporting.cell_report("03.ipynb", None, user=ANA))) == 204
+        untrusting = reporting.Reporter(reporting.Config(url=url, token=config.token, user=ANA,
+                                                         sent_file=tmp_path / SENT_FILE))
+        assert untrusting.post(b"{}") == 0          # without the certificate: refused by TLS, nothing sent
+    finally:
+        h.stop()

@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ampkit.classroom.report import CAFILE_VAR, URL_VAR
+from ampkit.classroom.report import CA_VAR, URL_VAR
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def add_room_view(c, s: HubSettings) -> int:
     c.JupyterHub.extra_user_scopes = {REPORT_SCOPE}
     c.Spawner.server_token_scopes = [*SERVER_TOKEN_SCOPES, REPORT_SCOPE]
     env = {URL_VAR: kernel_report_url(s), "JUPYTER_PATH": kernel_path(s)}
-    if s.ssl_cert:
-        env[CAFILE_VAR] = s.ssl_cert
+    if s.ssl_cert:   # the certificate's text, not its path: an isolated learner cannot read the hub's folder
+        env[CA_VAR] = Path(s.ssl_cert).read_text()
     c.Spawner.environment = {**c.Spawner.environment, **env}
     return port
