@@ -288,7 +288,7 @@ def test_platform_names_pythons_and_folders():
     for bad in ("3.9", "311", "python3.11", "3", ""):
         with pytest.raises(ValueError, match="3.10 or newer, written like 3.11"):
             platforms.check_python(bad)
-    assert platforms.default_folder("win_amd64", "3.11.9") == "wheelhouse-win_amd64-py3.11"
+    assert platforms.default_folder("win_amd64", "3.11.9") == "wheelhouse-win_amd64-py3.11.9"
     win, mac, linux = (platforms.target_env(p, "3.11") for p in ("win_amd64", "macosx_arm64", "manylinux_aarch64"))
     assert (win["sys_platform"], win["os_name"], win["platform_system"]) == ("win32", "nt", "Windows")
     assert (mac["sys_platform"], mac["platform_machine"]) == ("darwin", "arm64")
@@ -412,3 +412,17 @@ def test_node_older_than_20_is_refused_in_one_line():
                         ("weird", "this machine has weird")):
         msg = hub.node_problem(found)
         assert "\n" not in msg and "needs Node.js >= 20" in msg and says in msg and "make hub-install" in msg
+
+
+def test_the_guide_gives_the_install_lines_for_sh_and_powershell(tmp_path):
+    """The instructor guide's offline install by hand: the same pip options in both shells, and the PowerShell block
+    names the folder that `make wheelhouse PLATFORM=win_amd64 PYVER=3.11.9` makes."""
+    guide = (ROOT / "docs" / "instructor-guide.md").read_text()
+    sh = re.search(r"```sh\n# Linux, macOS\n(.*?)```", guide, re.S).group(1)
+    ps = re.search(r"```powershell\n(.*?)```", guide, re.S).group(1)
+    assert "pip install --no-index --find-links wheelhouse -r wheelhouse/requirements.txt -e ." in sh
+    folder = platforms.default_folder("win_amd64", "3.11.9")
+    assert f"-m pip install --no-index --find-links {folder} -r {folder}\\requirements.txt -e ." in ps
+    assert ".venv\\Scripts\\python" in ps and "py -3.11 -m venv .venv" in ps
+    plan = _make_n(tmp_path, "wheelhouse", "PLATFORM=win_amd64", "PYVER=3.11.9")
+    assert f"-o {folder} " in plan

@@ -95,9 +95,10 @@ def target_env(platform: str, python: str) -> dict[str, str]:
 
 
 def default_folder(platform: str, python: str) -> str:
-    """``wheelhouse-win_amd64-py3.11``: one folder per kind of learner machine."""
+    """``wheelhouse-win_amd64-py3.11.9``: one folder per kind of learner machine (the name `make wheelhouse
+    PLATFORM=... PYVER=...` gives it)."""
     pip_platforms(platform)
-    return f"wheelhouse-{platform}-py{_minor(python)}"
+    return f"wheelhouse-{platform}-py{check_python(python)}"
 
 
 def download_command(platform: str, pyver: str, dest: str, requirements: list[str], *, constraints: str = "",
