@@ -73,7 +73,8 @@ def _children() -> list[int]:
 
 
 @pytest.mark.parametrize("start", ["spawn", "fork"])
-def test_timeout_kills_every_worker(start):
+def test_timeout_kills_every_worker(start, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)   # fork is refused on a GPU machine (tested below)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -116,6 +117,7 @@ def test_a_forked_workers_error_reaches_its_log_under_a_kernels_streams(monkeypa
         raise RuntimeError("boom from the worker")
 
     monkeypatch.setattr(distributed, "_worker", boom)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)   # fork is refused on a GPU machine (tested above)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     with pytest.raises(RuntimeError, match="(?s)rank . failed.*boom from the worker"):

@@ -77,10 +77,16 @@ def _free_port() -> int:
 
 
 def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str]:
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # deferred: seconds to import
 
     model = small_decoder(seed)
-    kw = {} if policy is None else {"mp_policy": MixedPrecisionPolicy(param_dtype=policy[0], reduce_dtype=policy[1])}
+    # a CPU mesh, said out loud: FSDP2's default mesh is on the GPU where torch sees one (the H100 run moved the
+    # model to CUDA while the batch stayed on the CPU)
+    kw: dict = {"mesh": init_device_mesh("cpu", (dist.get_world_size(),))}
+    if policy is not None:
+        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=policy[0], reduce_dtype=policy[1])
     for block in model.blocks:
         fully_shard(block, **kw)
     fully_shard(model, **kw)
