@@ -61,6 +61,7 @@ class Hub:
 
     def __init__(self, cafile: str = "", **more_env):
         self.tmp = Path(tempfile.mkdtemp(prefix="ampkit-rvtest-"))
+        self.tmp.chmod(0o711)                     # isolated learners' homes are below it: they must enter it
         self.port, self.token = free_port(), secrets.token_hex(32)
         self.url = f"{'https' if cafile else 'http'}://127.0.0.1:{self.port}"
         self.ctx = ssl.create_default_context(cafile=cafile) if cafile else None
@@ -217,7 +218,12 @@ def test_two_learners_and_the_instructors_page_updating(hub, browser):
 
     for name, page in learners.items():
         page.goto(f"{hub.url}/user/{name}/lab/tree/notebooks/03_loss_scaling.ipynb")
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+        try:
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+        except Exception:
+            shot(page, f"FAILED-roomview-open-{name}")
+            print(hub.log())
+            raise
     predictions = {ANA: 35, BEN: 16}
     for name, page in learners.items():           # the prediction: expected_1 of notebook 03 is 35
         run_new_cell(page, f'from ampkit.exercises import check; check("exercise 1", {predictions[name]}, 35)')
