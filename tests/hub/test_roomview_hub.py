@@ -116,6 +116,12 @@ class Hub:
         raise AssertionError(f"the hub or its room view did not answer within {timeout:.0f} s:\n{self.log()}")
 
     def stop(self) -> None:
+        import psutil  # the hub extra
+
+        try:   # every process under the hub, first: kernels run in sessions of their own
+            tree = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            tree = []
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)        # the hub stops its servers, services and proxy
             try:
@@ -126,6 +132,12 @@ class Hub:
             os.killpg(self.proc.pid, signal.SIGKILL)     # whatever is left of its process group
         except ProcessLookupError:
             pass
+        for p in tree:                                   # and of its tree
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        self.proc.wait(10)
         self._log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
