@@ -197,7 +197,9 @@ def _make_n(tmp_path, *args):
                                                                         (ROOT / "make").glob("*.mk")]):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
-    out = subprocess.run(["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    # as from a shell: under `make test` the outer make's MAKELEVEL/MAKEFLAGS would add "make[1]: Entering ..." lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    out = subprocess.run(["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ampkit.classroom.present import VOILA_DENYLIST
 from conftest import (
     BENIGN_CONSOLE,
     ROOT,
@@ -141,7 +142,7 @@ class VoilaServer(_Server):
     """Voilà serving one notebook: it executes it on each visit and shows only the outputs."""
 
     name = "voila"
-    disabled = ("@jupyter-notebook/lab-extension",)  # Notebook 7's JupyterLab add-on: no use (and errors) in Voilà
+    disabled = VOILA_DENYLIST  # the extensions `make present` keeps out of Voilà (no use, and errors, there)
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "voila", str(self.root / NOTEBOOK), "--no-browser", "--Voila.ip=127.0.0.1",
