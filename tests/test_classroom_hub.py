@@ -194,7 +194,7 @@ def _kit_copy(tmp_path) -> Path:
     """The make files and the hub module in a scratch folder, with an installed-looking venv that lacks the hub."""
     for rel in ["Makefile", "pyproject.toml", "constraints.txt", "ampkit/__init__.py", "ampkit/_version.py",
                 "ampkit/classroom/__init__.py", "ampkit/classroom/hub.py",
-                "ampkit/classroom/isolation.py", "ampkit/classroom/tls.py",
+                "ampkit/classroom/isolation.py", "ampkit/classroom/tls.py", "ampkit/classroom/hub_extras.py",
                 *[str(p.relative_to(ROOT)) for p in (ROOT / "make").glob("*.mk")]]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)

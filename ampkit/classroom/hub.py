@@ -5,8 +5,9 @@ check. It serves every notebook (``notebooks/``, or the learner copies in ``work
 Standard library only at import time (nbformat is imported by the copy, JupyterHub never): the hub config and
 ``make hub`` import it as ``ampkit.classroom.hub``, and since ``import ampkit`` is lazy the hub process never
 imports torch or widgets.
-The load test (``benchmarks/bench_hub.py``) has modules of its own: ``loadtest.py`` (its statistics and clean-up)
-and ``hub_client.py`` (a hub process and its REST API).
+The extras check (JupyterHub, the culler, configurable-http-proxy, Node.js) is ``hub_extras.py``. The load test
+(``benchmarks/bench_hub.py``) has modules of its own: ``loadtest.py`` (its statistics and clean-up) and
+``hub_client.py`` (a hub process and its REST API).
 
 >>> s = settings_from_env({}, "/kit")
 >>> s.bind_url, s.idle_timeout
@@ -24,15 +25,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ampkit.classroom import isolation, tls
+from ampkit.classroom.hub_extras import (  # noqa: F401  (re-exported: make hub, the benchmarks and tests use hub.*)
+    CHP_PACKAGE,
+    NODE_MIN,
+    missing_extras,
+    missing_message,
+    node_problem,
+    node_version,
+)
 
 #: Learner names: lower-case letters, digits, ``-``/``_``; they become folder names under the users' directory.
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 #: SharedPasswordAuthenticator's minimum lengths (JupyterHub >= 5.3): learners' password, admin password.
 MIN_USER_PASSWORD, MIN_ADMIN_PASSWORD = 8, 32
 CULLER_SCOPES = ("list:users", "read:users:activity", "read:servers", "delete:servers")
-CHP_PACKAGE = "configurable-http-proxy@5"
-#: configurable-http-proxy 5 declares Node.js >= 20 (its package.json "engines"); older Node is refused up front.
-NODE_MIN = 20
 #: The culler's entry point, with Ctrl-C restored: a hub started from a background shell (``make hub &``) passes
 #: SIGINT on as "ignored", and the hub's stop would then wait for its timeouts before killing the culler.
 CULLER_MAIN = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
@@ -354,62 +360,6 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
         print(f"ampkit hub: WARNING: serving {s.ip} over plain HTTP: the room password and every notebook cross "
               "the network unencrypted. Only on a network you trust, behind a firewall; HTTPS: HUB_SSL_CERT and "
               "HUB_SSL_KEY (hub/README.md).", file=sys.stderr)
-
-
-def missing_extras(venv: str | os.PathLike, node_prefix: str | os.PathLike | None = None) -> list[str]:
-    """What ``make hub`` lacks in ``venv``: the names of the missing pieces (empty when all are there)."""
-    venv = Path(venv)
-    node_prefix = Path(node_prefix) if node_prefix else venv / "hub-node"
-    missing = [name for name in ("jupyterhub", "jupyterhub-singleuser") if not (venv / "bin" / name).exists()]
-    if not list(venv.glob("lib/python3*/site-packages/jupyterhub_idle_culler/__init__.py")):
-        missing.append("jupyterhub-idle-culler")
-    if not (node_prefix / "node_modules" / ".bin" / "configurable-http-proxy").exists():
-        missing.append("configurable-http-proxy")
-    return missing
-
-
-def missing_message(missing: list[str], venv: str = ".venv", node_prefix: str | None = None) -> str:
-    """The one message ``make hub`` prints when its extras are missing: what is missing and how to install it."""
-    node_prefix = node_prefix or f"{venv}/hub-node"
-    lines = [f"make hub needs JupyterHub's extras; missing: {', '.join(missing)}.",
-             "Install them with:  make hub-install", "or by hand:"]
-    if set(missing) - {"configurable-http-proxy"}:
-        lines.append(f'  {venv}/bin/python -m pip install -e ".[hub]"')
-    if "configurable-http-proxy" in missing:
-        npm = "npm" if shutil.which("npm") else f"npm (install Node.js >= {NODE_MIN} first: https://nodejs.org)"
-        lines.append(f"  {npm} install --prefix {node_prefix} {CHP_PACKAGE}")
-    return "\n".join(lines)
-
-
-def node_problem(version: str | None) -> str | None:
-    """Why this machine's Node.js cannot run the hub's proxy (``version``: what ``node --version`` printed, None when
-    there is no node), or None.
-
-    >>> node_problem("v20.20.2") is None, node_problem("v18.19.0")[:50]
-    (True, 'configurable-http-proxy 5 needs Node.js >= 20; thi')
-    """
-    major = None
-    if version:
-        found = version.strip().lstrip("v").split(".")[0]
-        major = int(found) if found.isdigit() else None
-    if major is not None and major >= NODE_MIN:
-        return None
-    has = f"this machine has {version.strip()}" if version else "node was not found"
-    return (f"configurable-http-proxy 5 needs Node.js >= {NODE_MIN}; {has} (node --version). Install Node.js "
-            f"{NODE_MIN} or newer (https://nodejs.org), then run make hub-install again.")
-
-
-def node_version() -> str | None:
-    """``node --version`` of this machine (``"v20.20.2"``), or None without node."""
-    import subprocess
-
-    node = shutil.which("node")
-    if not node:
-        return None
-    try:
-        return subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:
