@@ -132,7 +132,9 @@ class LabServer:
 
     def start(self, timeout: float = 60.0) -> None:
         jupyter = [sys.executable, "-m", "jupyter"]
-        subprocess.run(jupyter + ["labextension", "disable", "@jupyterlab/apputils-extension:announcements"],
+        # --level=user: JUPYTER_CONFIG_DIR of this server (temporary), never the venv (the default, sys-prefix level)
+        subprocess.run(jupyter + ["labextension", "disable", "--level=user",
+                                  "@jupyterlab/apputils-extension:announcements"],
                        env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
         self.proc = subprocess.Popen(
             jupyter + ["lab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}", "--ServerApp.port_retries=0",

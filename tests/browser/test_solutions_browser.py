@@ -104,7 +104,10 @@ class _Server:
 
     def start(self, timeout: float = 60.0) -> None:
         if self.disabled:
-            subprocess.run([sys.executable, "-m", "jupyter", "labextension", "disable", *self.disabled], env=self.env,
+            # --level=user: this server's JUPYTER_CONFIG_DIR (a temporary folder); the default level (sys-prefix)
+            # would write into the venv and switch these extensions off for every later server and test
+            subprocess.run([sys.executable, "-m", "jupyter", "labextension", "disable", "--level=user", *self.disabled],
+                           env=self.env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
         root_flag = ["--allow-root"] if os.geteuid() == 0 and self.name != "voila" else []
         self.proc = subprocess.Popen(self.command() + root_flag, cwd=self.root, env=self.env, stdout=self.log,
