@@ -97,8 +97,10 @@ def test_fp16_stored_model_errors_and_their_fixes():
     for case in MISMATCHES:
         msg = dtype_mismatch(case)
         assert isinstance(msg, str) and "half" in msg.lower() and "float" in msg.lower(), (case, msg)
-        assert dtype_mismatch(case, fix=True).dtype == torch.float16
-    with pytest.raises(ValueError, match="'fp32 input', 'fp32 softmax', 'fp32 key cache'"):
+        fixed = dtype_mismatch(case, fix=True)
+        assert fixed.dtype == (torch.float32 if case == "fp32 class weights" else torch.float16)
+    assert dtype_mismatch("fp32 class weights") == "expected scalar type Half but found Float"   # the words
+    with pytest.raises(ValueError, match="'fp32 input', 'fp32 softmax', 'fp32 key cache', 'fp32 class weights'"):
         dtype_mismatch("fp64")
 
 

@@ -16,6 +16,7 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_data
@@ -118,18 +119,31 @@ def unscale_error(seed: int = 0) -> str:
 
 #: Where an fp32 tensor meets an fp16-stored model, outside autocast (section 6): ``"fp32 input"`` (fp32 features
 #: into an fp16 ``nn.Linear``), ``"fp32 softmax"`` (probabilities upcast to fp32 for a stable softmax, times fp16
-#: values) and ``"fp32 key cache"`` (fp16 queries times keys kept in fp32, with ``torch.bmm``).
-MISMATCHES = ("fp32 input", "fp32 softmax", "fp32 key cache")
+#: values), ``"fp32 key cache"`` (fp16 queries times keys kept in fp32, with ``torch.bmm``) and ``"fp32 class
+#: weights"`` (a class-weighted cross-entropy of the fp16 logits with the weights in fp32).
+MISMATCHES = ("fp32 input", "fp32 softmax", "fp32 key cache", "fp32 class weights")
 
 
 def dtype_mismatch(case: str = "fp32 softmax", fix: bool = False, seed: int = 0) -> str | torch.Tensor:
     """Run one of :data:`MISMATCHES`: the message of the ``RuntimeError`` torch raises (``fix=False``), or the
-    result (fp16) once the fp32 tensor is cast to the model's dtype first (``fix=True``; Hugging Face's attention
-    casts its fp32 softmax back with ``.to(query.dtype)``). The wording depends on the kernel, not on the cause."""
+    result once the two dtypes agree (``fix=True``): the fp32 tensor cast to the model's fp16 first (Hugging Face's
+    attention casts its fp32 softmax back with ``.to(query.dtype)``), except for the loss, where the logits go to
+    fp32 instead (section 4: the loss in fp32). The wording depends on the kernel, not on the cause.
+
+    >>> dtype_mismatch("fp32 class weights")
+    'expected scalar type Half but found Float'
+    """
     case = check_choice("case", case, MISMATCHES)
     g = torch.Generator().manual_seed(seed)
     h16 = torch.randn(8, 8, 16, generator=g).half()
     other = torch.randn(8, 8, 16, generator=g)                       # fp32
+    if case == "fp32 class weights":
+        logits, target = h16.flatten(0, 1), torch.arange(64) % 16      # 64 positions, 16 classes
+        weight = other[0, 0].abs() + 0.5                                # one fp32 weight per class
+        try:
+            return F.cross_entropy(logits.float() if fix else logits, target, weight=weight)
+        except RuntimeError as e:
+            return str(e)
     if fix:
         other = other.half()
     try:
