@@ -38,6 +38,61 @@ class HubError(RuntimeError):
     """The hub did not start, answer or do what the load test asked of it."""
 
 
+def service_config(service: str, token: str, scopes: list[str], extra: str = "", config: Path = CONFIG) -> str:
+    """A config file's text: the room's ``config``, plus a hub service ``service`` with API ``token`` and ``scopes``
+    (the load test's and the hub tests' way to drive the hub through its REST API).
+
+    >>> "'name': 'bench'" in service_config("bench", "t0k", ["admin:users"])
+    True
+    """
+    return (f"c = get_config()  # noqa\nload_subconfig({str(config)!r})  # noqa\n"
+            f"c.JupyterHub.services = list(c.JupyterHub.services) + [{{'name': {service!r}, 'api_token': {token!r}}}]\n"
+            f"c.JupyterHub.load_roles = list(c.JupyterHub.load_roles) + [{{'name': {service!r}, 'services': "
+            f"[{service!r}], 'scopes': {list(scopes)!r}}}]\n" + extra)
+
+
+def loopback_env(port: int, state: Path, venv: Path, password: str, **settings: str) -> dict[str, str]:
+    """This process's environment without its ``AMPKIT_HUB_*`` settings, plus a hub on 127.0.0.1: ``port`` for the
+    room, free ports for the hub's API and the proxy's, ``state``, ``venv``, the room ``password``, and
+    ``settings`` (more ``AMPKIT_HUB_*`` values)."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("AMPKIT_HUB_")},
+            "AMPKIT_HUB_IP": "127.0.0.1", "AMPKIT_HUB_PORT": str(port), "AMPKIT_HUB_HUB_PORT": str(free_port()),
+            "AMPKIT_HUB_PROXY_API_PORT": str(free_port()), "AMPKIT_HUB_STATE": str(state),
+            "AMPKIT_HUB_VENV": str(venv), "AMPKIT_HUB_PASSWORD": password, **settings}
+
+
+def wait_answering(proc: subprocess.Popen, api, log_tail, timeout: float = 90.0) -> None:
+    """Wait until the hub's REST API answers ``GET /`` with 200 (``api(method, path, timeout=...)`` gives
+    ``(status, body)``); a ``HubError`` with ``log_tail()`` when the hub exits first or ``timeout`` s pass."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise HubError(f"the hub exited with {proc.returncode}:\n{log_tail()}")
+        try:
+            if api("GET", "/", timeout=3)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise HubError(f"the hub did not answer within {timeout:.0f} s:\n{log_tail()}")
+
+
+def stop_hub_process(proc: subprocess.Popen, wait: float = 45.0) -> None:
+    """SIGTERM (the hub stops its servers, services and proxy), then SIGKILL to its process group after ``wait``
+    seconds. Learners' servers and kernels run in sessions of their own: the caller kills what is left of them."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(10)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,22 +108,17 @@ class Hub:
         self.tmp = Path(tempfile.mkdtemp(prefix="ampkit-hub-bench-"))
         cleanup.add(shutil.rmtree, self.tmp, True)
         self.venv, self.token = venv, secrets.token_hex(32)
-        self.port, hub_port, api_port = free_port(), free_port(), free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        (self.tmp / "bench_config.py").write_text(
-            f"c = get_config()  # noqa\nload_subconfig({str(config)!r})  # noqa\n"
-            f"c.JupyterHub.services = list(c.JupyterHub.services) + [{{'name': 'ampkit-bench', "
-            f"'api_token': {self.token!r}}}]\n"
-            f"c.JupyterHub.load_roles = list(c.JupyterHub.load_roles) + [{{'name': 'ampkit-bench', 'services': "
-            f"['ampkit-bench'], 'scopes': ['admin:users', 'admin:servers', 'access:servers']}}]\n"
-            + ("" if room_timeouts else   # the login storm keeps the room's own spawn timeouts (what learners get)
-               "c.Spawner.start_timeout = c.Spawner.http_timeout = 600   # K servers start at once on a few cores\n")
-            + extra_config)
+        (self.tmp / "bench_config.py").write_text(service_config(
+            "ampkit-bench", self.token, ["admin:users", "admin:servers", "access:servers"],
+            ("" if room_timeouts else   # the login storm keeps the room's own spawn timeouts (what learners get)
+             "c.Spawner.start_timeout = c.Spawner.http_timeout = 600   # K servers start at once on a few cores\n")
+            + extra_config, config))
         self.password = secrets.token_hex(8)     # the room password (the login storm types it into the form)
-        env = {**os.environ, "AMPKIT_HUB_IP": "127.0.0.1", "AMPKIT_HUB_PORT": str(self.port),
-               "AMPKIT_HUB_HUB_PORT": str(hub_port), "AMPKIT_HUB_PROXY_API_PORT": str(api_port),
-               "AMPKIT_HUB_STATE": str(self.tmp / "state"), "AMPKIT_HUB_VENV": str(venv),
-               "AMPKIT_HUB_PASSWORD": self.password, "AMPKIT_HUB_IDLE_TIMEOUT": "3600", **(env or {})}
+        # this process's own AMPKIT_HUB_* settings stay (the load test runs the room as configured) unless set here
+        env = {**os.environ, **loopback_env(self.port, self.tmp / "state", venv, self.password,
+                                            AMPKIT_HUB_IDLE_TIMEOUT="3600"), **(env or {})}
         self.log_path = self.tmp / "hub.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -97,17 +147,7 @@ class Hub:
             return e.code, e.read().decode(errors="replace")[:300]
 
     def wait_up(self, timeout: float = 90.0) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise HubError(f"the hub exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if self.api("GET", "/", timeout=3)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise HubError(f"the hub did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+        wait_answering(self.proc, self.api, self.log_tail, timeout)
 
     def remember_processes(self) -> None:
         """Every process under the hub (proxy, culler, servers, kernels), to kill what a stop leaves behind."""
@@ -127,13 +167,7 @@ class Hub:
         import psutil
 
         self.remember_processes()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)        # the hub stops its servers, services and proxy
-            try:
-                self.proc.wait(45)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        stop_hub_process(self.proc)
         left = [p for p in self.known.values() if _alive(p)]
         names = []
         for p in left:

@@ -7,8 +7,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -19,17 +17,13 @@ from pathlib import Path
 
 import psutil
 
+from ampkit.classroom.hub_client import free_port, loopback_env, service_config, stop_hub_process, wait_answering
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "hub" / "jupyterhub_config.py"
 VENV = ROOT / ".venv"
 #: The only learner names these tests use: their system users are ampkit-hubtest-*.
 TEST_PREFIX = "hubtest-"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LoopbackHub:
@@ -44,16 +38,8 @@ class LoopbackHub:
         self.url = f"{'https' if https else 'http'}://127.0.0.1:{self.port}"
         self.ctx = ssl.create_default_context(cafile=cafile) if https else None
         (self.tmp / "test_config.py").write_text(
-            f"c = get_config()  # noqa\nload_subconfig({str(CONFIG)!r})  # noqa\n"
-            f"c.JupyterHub.services = list(c.JupyterHub.services) + [{{'name': 'hubtest', "
-            f"'api_token': {self.token!r}}}]\n"
-            f"c.JupyterHub.load_roles = list(c.JupyterHub.load_roles) + [{{'name': 'hubtest', 'services': "
-            f"['hubtest'], 'scopes': ['admin:users', 'admin:servers', 'access:servers']}}]\n")
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("AMPKIT_HUB_")},
-                    "AMPKIT_HUB_IP": "127.0.0.1", "AMPKIT_HUB_PORT": str(self.port),
-                    "AMPKIT_HUB_HUB_PORT": str(free_port()), "AMPKIT_HUB_PROXY_API_PORT": str(free_port()),
-                    "AMPKIT_HUB_STATE": str(self.state), "AMPKIT_HUB_VENV": str(VENV),
-                    "AMPKIT_HUB_PASSWORD": secrets.token_hex(8), **env}
+            service_config("hubtest", self.token, ["admin:users", "admin:servers", "access:servers"], config=CONFIG))
+        self.env = loopback_env(self.port, self.state, VENV, secrets.token_hex(8), **env)
         self.log_path = self.tmp / "hub.log"
         self._log, self.proc = None, None
         if start:
@@ -90,17 +76,7 @@ class LoopbackHub:
             return status, raw.decode(errors="replace")
 
     def wait_up(self, timeout: float = 90.0) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the hub exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
-            try:
-                if self.api("GET", "/", timeout=3)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"the hub did not answer within {timeout:.0f} s:\n{self.log()[-3000:]}")
+        wait_answering(self.proc, self.api, lambda: self.log()[-3000:], timeout)
 
     def start_server(self, name: str, timeout: float = 180.0) -> None:
         status, body = self.api("POST", f"/users/{name}")
@@ -124,13 +100,7 @@ class LoopbackHub:
             known = psutil.Process(self.proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             pass
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)        # the hub stops its servers, services and proxy
-            try:
-                self.proc.wait(45)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        stop_hub_process(self.proc)
         # learners' servers run in sessions of their own: kill whatever the stop left (by the test users' uids too)
         uids = {p.pw_uid for p in _test_users()}
         left = [p for p in known if _alive(p)]

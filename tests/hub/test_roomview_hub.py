@@ -13,8 +13,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -27,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from ampkit.classroom import report as reporting
+from ampkit.classroom.hub_client import free_port, loopback_env, service_config, stop_hub_process
 from ampkit.classroom.report import SENT_FILE
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
 
@@ -50,12 +49,6 @@ pytestmark = pytest.mark.skipif(not (VENV / "bin" / "jupyterhub").exists(),
                                 reason="needs the hub extra: make hub-install (make test-hub installs it)")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Hub:
     """One hub on 127.0.0.1 from the room's config, with a test service token that may make learners' tokens."""
 
@@ -66,19 +59,12 @@ class Hub:
         self.url = f"{'https' if cafile else 'http'}://127.0.0.1:{self.port}"
         self.ctx = ssl.create_default_context(cafile=cafile) if cafile else None
         self.password, self.admin_password = secrets.token_hex(8), secrets.token_hex(20)
-        (self.tmp / "config.py").write_text(
-            f"c = get_config()  # noqa\nload_subconfig({str(ROOT / 'hub' / 'jupyterhub_config.py')!r})  # noqa\n"
-            f"c.JupyterHub.services = list(c.JupyterHub.services) + [{{'name': 'rvtest', 'api_token': "
-            f"{self.token!r}}}]\n"
-            f"c.JupyterHub.load_roles = list(c.JupyterHub.load_roles) + [{{'name': 'rvtest', 'services': "
-            f"['rvtest'], 'scopes': ['admin:users', 'admin:servers', 'tokens']}}]\n"
-            "c.Spawner.start_timeout = c.Spawner.http_timeout = 300   # a busy 2-core machine\n")
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("AMPKIT_HUB_")},
-               "AMPKIT_HUB_IP": "127.0.0.1", "AMPKIT_HUB_PORT": str(self.port),
-               "AMPKIT_HUB_HUB_PORT": str(free_port()), "AMPKIT_HUB_PROXY_API_PORT": str(free_port()),
-               "AMPKIT_HUB_STATE": str(self.tmp / "state"), "AMPKIT_HUB_VENV": str(VENV),
-               "AMPKIT_HUB_PASSWORD": self.password, "AMPKIT_HUB_ADMIN_PASSWORD": self.admin_password,
-               "AMPKIT_HUB_KERNEL_THREADS": "1", **more_env}
+        (self.tmp / "config.py").write_text(service_config(
+            "rvtest", self.token, ["admin:users", "admin:servers", "tokens"],
+            "c.Spawner.start_timeout = c.Spawner.http_timeout = 300   # a busy 2-core machine\n",
+            config=ROOT / "hub" / "jupyterhub_config.py"))
+        env = loopback_env(self.port, self.tmp / "state", VENV, self.password,
+                           AMPKIT_HUB_ADMIN_PASSWORD=self.admin_password, AMPKIT_HUB_KERNEL_THREADS="1", **more_env)
         self.log_path = self.tmp / "hub.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([str(VENV / "bin" / "jupyterhub"), "-f", str(self.tmp / "config.py")],
@@ -122,16 +108,7 @@ class Hub:
             tree = psutil.Process(self.proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             tree = []
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)        # the hub stops its servers, services and proxy
-            try:
-                self.proc.wait(90)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)     # whatever is left of its process group
-        except ProcessLookupError:
-            pass
+        stop_hub_process(self.proc, wait=90)             # SIGTERM, then whatever is left of its process group
         for p in tree:                                   # and of its tree
             try:
                 p.kill()
