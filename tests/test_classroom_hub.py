@@ -1,4 +1,4 @@
-"""The room's JupyterHub (hub/jupyterhub_config.py, ampkit/classroom/hub.py, make hub): no hub is started here."""
+"""The room's JupyterHub (hub/jupyterhub_config.py, ampkit/classroom/hub/, make hub): no hub is started here."""
 from __future__ import annotations
 
 import json
@@ -193,8 +193,9 @@ def test_missing_extras_message(tmp_path):
 def _kit_copy(tmp_path) -> Path:
     """The make files and the hub module in a scratch folder, with an installed-looking venv that lacks the hub."""
     for rel in ["Makefile", "pyproject.toml", "constraints.txt", "ampkit/__init__.py", "ampkit/_version.py",
-                "ampkit/classroom/__init__.py", "ampkit/classroom/hub.py",
-                "ampkit/classroom/isolation.py", "ampkit/classroom/tls.py", "ampkit/classroom/hub_extras.py",
+                "ampkit/classroom/__init__.py",
+                *[str(p.relative_to(ROOT)) for p in (ROOT / "ampkit/classroom/hub").glob("*.py")],
+                "ampkit/classroom/isolation.py", "ampkit/classroom/tls.py",
                 *[str(p.relative_to(ROOT)) for p in (ROOT / "make").glob("*.mk")]]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)

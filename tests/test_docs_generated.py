@@ -302,8 +302,8 @@ def test_values_yaml_keys_are_in_the_chart_schema():
 
 def test_values_authenticator_matches_the_one_machine_hub():
     values = yaml.safe_load((ROOT / rd.VALUES).read_text())
-    one_machine = re.search(r'authenticator_class = "([^"]+)"', (ROOT / "ampkit/classroom/hub.py").read_text())
-    assert one_machine, "ampkit/classroom/hub.py no longer sets c.JupyterHub.authenticator_class"
+    one_machine = re.search(r'authenticator_class = "([^"]+)"', (ROOT / "ampkit/classroom/hub/__init__.py").read_text())
+    assert one_machine, "ampkit/classroom/hub/__init__.py no longer sets c.JupyterHub.authenticator_class"
     assert values["hub"]["config"]["JupyterHub"]["authenticator_class"] == one_machine.group(1)
 
 

@@ -5,7 +5,8 @@ check. It serves every notebook (``notebooks/``, or the learner copies in ``work
 Standard library only at import time (nbformat is imported by the copy, JupyterHub never): the hub config and
 ``make hub`` import it as ``ampkit.classroom.hub``, and since ``import ampkit`` is lazy the hub process never
 imports torch or widgets.
-The extras check (JupyterHub, the culler, configurable-http-proxy, Node.js) is ``hub_extras.py``. The load test
+A package: the settings and the config here; the extras check (JupyterHub, the culler, configurable-http-proxy,
+Node.js) in ``extras.py``, the room's default limits in ``sizing.py``, the command line in ``cli.py``. The load test
 (``benchmarks/bench_hub.py``) has modules of its own: ``loadtest.py`` (its statistics and clean-up) and
 ``hub_client.py`` (a hub process and its REST API).
 
@@ -16,22 +17,29 @@ The extras check (JupyterHub, the culler, configurable-http-proxy, Node.js) is `
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import secrets
 import shutil
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from ampkit.classroom import isolation, tls
-from ampkit.classroom.hub_extras import (  # noqa: F401  (re-exported: make hub, the benchmarks and tests use hub.*)
+from ampkit.classroom.hub.extras import (  # noqa: F401  (re-exported: make hub, the benchmarks and tests use hub.*)
     CHP_PACKAGE,
     NODE_MIN,
     missing_extras,
     missing_message,
     node_problem,
     node_version,
+)
+from ampkit.classroom.hub.sizing import (  # noqa: F401  (re-exported: the storm's tests read hub.LEARNER_MIB ...)
+    LEARNER_MIB,
+    RESERVED_MIB,
+    SPAWN_CPU_S,
+    default_max_servers,
+    default_spawn_limit,
+    machine_mib,
 )
 
 #: Learner names: lower-case letters, digits, ``-``/``_``; they become folder names under the users' directory.
@@ -47,12 +55,6 @@ CULLER_MAIN = ("import signal; signal.signal(signal.SIGINT, signal.default_int_h
 #: (``../docs/reference.md``) in ``docs/``.
 NOTEBOOKS_DIR, DOCS_DIR = "notebooks", "docs"
 _READABLE = "abcdefghjkmnpqrstuvwxyz23456789"
-#: A room's defaults, from the login storm (benchmarks/bench_storm.py -> benchmarks/results/hub_storm.json; a test
-#: checks them against it): the memory of one learner with notebook 03 open (server + kernel, rounded up to
-#: 64 MiB), the CPU-seconds one learner's server takes to start, and what the machine keeps for itself.
-LEARNER_MIB, SPAWN_CPU_S, RESERVED_MIB = 576, 3.0, 2048
-
-
 @dataclass(frozen=True)
 class HubSettings:
     """Everything ``hub/jupyterhub_config.py`` needs, resolved from ``AMPKIT_HUB_*`` environment variables."""
@@ -103,34 +105,6 @@ class HubSettings:
         """``workshop/`` (outputs cleared, solutions hidden) when ``make workshop`` made it, else ``notebooks/``."""
         workshop = Path(self.repo) / "workshop"
         return workshop if any(workshop.glob("*.ipynb")) else Path(self.repo) / "notebooks"
-
-
-def machine_mib() -> int:
-    """This machine's memory in MiB (0 when the system does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    except (AttributeError, ValueError, OSError):
-        return 0
-
-
-def default_max_servers(mem_mib: int) -> int:
-    """``HUB_MAX_SERVERS`` when unset: the learners this machine's memory holds with notebook 03 open, after
-    ``RESERVED_MIB`` for the system and the hub; 0 (no limit) when the memory is unknown.
-
-    >>> default_max_servers(24064), default_max_servers(0)
-    (38, 0)
-    """
-    return max(1, (mem_mib - RESERVED_MIB) // LEARNER_MIB) if mem_mib > 0 else 0
-
-
-def default_spawn_limit(cores: int, http_timeout: float = 90.0) -> int:
-    """``HUB_SPAWN_LIMIT`` when unset: as many servers starting at once as the cores start within half the hub's
-    ``http_timeout`` (each takes ``SPAWN_CPU_S`` CPU-seconds), at least 4, at most JupyterHub's default 100.
-
-    >>> default_spawn_limit(2), default_spawn_limit(64)
-    (30, 100)
-    """
-    return min(100, max(4, int(max(1, cores) * http_timeout / 2 / SPAWN_CPU_S)))
 
 
 def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
@@ -362,43 +336,5 @@ def configure(c, s: HubSettings, env: dict | None = None) -> None:
               "HUB_SSL_KEY (hub/README.md).", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ampkit.classroom.hub check [--venv .venv] [--node-prefix DIR]``: exit 2 with what to install
-    when the hub's extras are missing, or what is wrong with the ``AMPKIT_HUB_*`` settings. ``... settings``: the
-    resolved settings as JSON. ``... node``: exit 2 with one line when Node.js is missing or older than 20."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m ampkit.classroom.hub", description=main.__doc__)
-    p.add_argument("command", choices=("check", "settings", "node"))
-    p.add_argument("--venv", default=".venv")
-    p.add_argument("--node-prefix", default=None)
-    a = p.parse_args(argv)
-    if a.command == "node":
-        problem = node_problem(node_version())
-        if problem:
-            print(f"make hub-install: {problem}", file=sys.stderr)
-        return 2 if problem else 0
-    try:
-        s = settings_from_env(dict(os.environ), Path(__file__).resolve().parents[2])
-        problem = exposure_problem(s) or isolation.start_problem(s)
-    except ValueError as exc:
-        problem = str(exc)
-    if problem:
-        print(f"make hub: {problem}", file=sys.stderr)
-        return 2
-    if a.command == "settings":
-        print(json.dumps({**asdict(s), "bind_url": s.bind_url, "notebook_source": str(s.notebook_source)}, indent=1))
-        return 0
-    missing = missing_extras(a.venv, a.node_prefix)
-    if missing:
-        print(missing_message(missing, a.venv, a.node_prefix), file=sys.stderr)
-        return 2
-    problem = node_problem(node_version())  # the proxy runs on this machine's node
-    if problem:
-        print(f"make hub: {problem}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+# the command line (python -m ampkit.classroom.hub), at the end: it uses the names above
+from ampkit.classroom.hub.cli import main  # noqa: E402,F401
