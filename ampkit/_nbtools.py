@@ -54,7 +54,7 @@ def _output_text(output: dict) -> str:
 
 
 MIN_EXERCISES = 3
-_EXERCISE = re.compile(r"\*\*Exercise (\d+)\.\*\*")
+_EXERCISE = re.compile(r"\*\*(?:Exercise|练习) ?(\d+)[.。]\*\*")   # the Chinese edition: **练习 1.**
 
 
 def exercise_problems(cells: list[dict]) -> list[str]:
@@ -97,11 +97,13 @@ def hygiene_problems(path: str | Path, repo_root: str | Path | None = None) -> l
     if size > MAX_BYTES:
         problems.append(f"{size} bytes > {MAX_BYTES}")
     nb = json.loads(path.read_text())
-    cells = nb.get("cells", [])
+    cells = all_cells = nb.get("cells", [])
+    if cells and "ampkit-language" in cells[0].get("metadata", {}).get("tags", []):
+        cells = cells[1:]   # a translated notebook's language cell comes before its title
     first = "".join(cells[0].get("source", "")) if cells else ""
     if not cells or cells[0].get("cell_type") != "markdown" or not first.lstrip().startswith("# "):
         problems.append("first cell is not a markdown title ('# ...')")
-    counts = [c.get("execution_count") for c in cells if c.get("cell_type") == "code"]
+    counts = [c.get("execution_count") for c in all_cells if c.get("cell_type") == "code"]
     if counts != list(range(1, len(counts) + 1)):
         problems.append(f"not executed top to bottom in one fresh kernel (execution counts {counts})")
     if "widgets" in nb.get("metadata", {}):

@@ -39,10 +39,11 @@ from matplotlib.figure import Figure
 from PIL import Image as PILImage  # a dependency of matplotlib
 
 from ampkit.dtypes import short_name
+from ampkit.widgets.figtext import localize
 from ampkit.widgets.view import WidgetView
 
 __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DPI", "new_figure", "png_bytes",
-           "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png", "canvas_png",
+           "KitFigure", "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png", "canvas_png",
            "WidgetView"]
 
 #: The format bands, the same colours in every notebook and widget (colour-blind-safe order: grey, amber, green, red).
@@ -70,10 +71,19 @@ def dtype_colour(name: str) -> str:
     return DTYPE_COLOURS.get(key, "#57606a")
 
 
+class KitFigure(Figure):
+    """A ``Figure`` whose text is shown in the kit's language (``ampkit.widgets.figtext``): translated at the start
+    of every draw, so the code that builds it stays in English."""
+
+    def draw(self, renderer):
+        localize(self)
+        super().draw(renderer)
+
+
 def new_figure(width: float = 7.0, height: float = 3.2, dpi: int = DPI, **kwargs) -> Figure:
     """A ``Figure`` with an Agg canvas of its own (no pyplot), constrained layout, the kit's dpi and font size."""
     kwargs.setdefault("layout", "constrained")
-    fig = Figure(figsize=(width, height), dpi=dpi, **kwargs)
+    fig = KitFigure(figsize=(width, height), dpi=dpi, **kwargs)
     FigureCanvasAgg(fig)
     return fig
 
@@ -139,6 +149,7 @@ def blit_png(fig: Figure, background: object, artists: Iterable) -> bytes:
     canvas.restore_region(background)
     renderer = canvas.get_renderer()
     for a in artists:
+        localize(a)
         a.draw(renderer)
     return canvas_png(fig)
 

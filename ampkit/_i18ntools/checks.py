@@ -1,0 +1,162 @@
+"""What makes a translation wrong, entry by entry (``tests/test_translations.py`` runs these on every catalog).
+
+    missing      no translation
+    stale        marked fuzzy: its English changed since it was translated
+    untranslated English prose left as it was (markdown with words and no Chinese character)
+    tokens       a number, `code span`, $formula$ or link of the English is not in the translation, unchanged
+    fields       a {field} of a message or template differs
+    code         a code cell's translation is not the same program: only comments and the text of strings may
+                 change, figure text may not (it is translated when drawn), and it must still parse
+    glossary     an English term of docs/glossary.md is in the English, its Chinese term is not in the translation
+"""
+from __future__ import annotations
+
+import ast
+import io
+import re
+import string
+import tokenize
+from pathlib import Path
+
+import polib
+
+from ampkit._i18ntools.extract import FIGURE, _figure_nodes
+
+__all__ = ["CJK", "entry_problems", "catalog_problems", "glossary_terms", "GLOSSARY"]
+
+GLOSSARY = Path(__file__).resolve().parents[2] / "docs" / "glossary.md"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.DOTALL)
+_LINK = re.compile(r"\]\(([^)\s]+)\)|(https?://[^\s)>\]]+)")
+_FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?(?![A-Za-z_\d])")
+_PROSE = re.compile(r"[A-Za-z]{2,}(?:[ ,;:'’-]+[A-Za-z]{2,}){2,}")
+
+
+def _tokens(text: str) -> set[str]:
+    found = set()
+    for m in _FENCE.finditer(text):
+        found.add(m.group(0).split("\n", 1)[1] if "\n" in m.group(0) else m.group(0))
+    rest = _FENCE.sub(" ", text)
+    for m in _CODE_SPAN.finditer(rest):
+        found.add(m.group(0))
+    rest = _CODE_SPAN.sub(" ", rest)
+    for m in _MATH.finditer(rest):
+        found.add(m.group(0))
+    rest = _MATH.sub(" ", rest)
+    for m in _LINK.finditer(rest):
+        found.add(m.group(1) or m.group(2))
+    rest = _LINK.sub(" ", rest)
+    found.update(_NUMBER.findall(rest))
+    return found
+
+
+def _fields(text: str) -> set[str]:
+    try:
+        return {f"{{{f}}}" for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+    except ValueError:
+        return {"<unbalanced braces>"}
+
+
+class _Blank(ast.NodeTransformer):
+    """Every string constant blanked, except figure text (which must stay)."""
+
+    def __init__(self, keep: set[int]):
+        self.keep = keep
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and id(node) not in self.keep:
+            return ast.copy_location(ast.Constant(""), node)
+        return node
+
+
+def _program(source: str) -> str:
+    tree = ast.parse(source)
+    keep = {id(n) for f in _figure_nodes(tree) for n in ast.walk(f)}
+    return ast.dump(_Blank(keep).visit(tree))
+
+
+def _prose_of_code(source: str) -> str:
+    """The comments and strings of a code cell (what a translator translates), as one text."""
+    parts = []
+    try:
+        parts += [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if t.type == tokenize.COMMENT]
+        parts += [n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    except (SyntaxError, tokenize.TokenError):
+        parts.append(source)
+    return "\n".join(parts)
+
+
+def glossary_terms(path: Path = GLOSSARY) -> list[tuple[str, str, re.Pattern]]:
+    """(English, Chinese, pattern) for every glossary row marked as checked (✓ in its last column)."""
+    rows = []
+    if not path.exists():
+        return rows
+    for line in path.read_text().splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) < 4 or not cols[-1].startswith("✓"):
+            continue
+        en, zh = cols[0].strip("*` "), cols[1].strip("*` ")
+        words = r"[\s-]+".join(re.escape(w) for w in en.split())
+        rows.append((en, zh, re.compile(rf"(?<![\w-]){words}(?:s|es|ed|d|ing)?(?![\w-])", re.IGNORECASE)))
+    return rows
+
+
+def entry_problems(e: polib.POEntry, terms=None) -> list[str]:
+    kind = (e.comment or "").split(":", 1)[0]
+    if e.msgctxt == FIGURE:
+        kind = "figure"
+    where = f"[{e.msgctxt or ''}] {e.msgid[:60]!r}"
+    if not e.msgstr:
+        return [f"missing: {where}"]
+    problems = []
+    if "fuzzy" in e.flags:
+        problems.append(f"stale (fuzzy; its English changed): {where}")
+    english = e.msgid
+    if kind == "code":
+        if e.msgstr == e.msgid and not (e.tcomment or "").startswith("same:"):
+            problems.append(f"untranslated code cell (write '# same: why' as a translator comment if right): {where}")
+        try:
+            if _program(e.msgstr) != _program(e.msgid):
+                problems.append(f"code: not the same program (only comments and string text may change; figure "
+                                f"text stays English): {where}")
+        except SyntaxError as err:
+            problems.append(f"code: the translation does not parse ({err.msg}, line {err.lineno}): {where}")
+        english, translated = _prose_of_code(e.msgid), _prose_of_code(e.msgstr)
+        missing = set(_NUMBER.findall(english)) - set(_NUMBER.findall(translated))
+    else:
+        translated = e.msgstr
+        if kind in ("markdown", "message", "figure") and _PROSE.search(_tokens_removed(english)) \
+                and not CJK.search(e.msgstr):
+            problems.append(f"untranslated (no Chinese in it): {where}")
+        missing = {t for t in _tokens(english) if t not in e.msgstr}
+        if kind in ("message", "figure") and _fields(e.msgid) != _fields(e.msgstr) and \
+                not (kind == "figure" and _positional_ok(e.msgid, e.msgstr)):
+            problems.append(f"fields: {sorted(_fields(e.msgid))} in English, {sorted(_fields(e.msgstr))} in the "
+                            f"translation: {where}")
+    if missing:
+        problems.append(f"tokens: {sorted(missing)[:6]} not in the translation: {where}")
+    prose = english if kind == "code" else _tokens_removed(english)
+    for en, zh, pattern in terms or ():
+        if pattern.search(prose) and zh not in translated:
+            problems.append(f"glossary: {en!r} must be {zh!r}: {where}")
+    return problems
+
+
+def _tokens_removed(text: str) -> str:
+    return _LINK.sub(" ", _MATH.sub(" ", _CODE_SPAN.sub(" ", _FENCE.sub(" ", text))))
+
+
+def _positional_ok(en: str, zh: str) -> bool:
+    """A figure template's ``{}`` fields may be numbered in the translation (``{0}``, ``{1}``): same count."""
+    n = len([f for _, f, _, _ in string.Formatter().parse(en) if f is not None])
+    got = [f for _, f, _, _ in string.Formatter().parse(zh) if f is not None]
+    return len(got) == n and all(f == "" or f.isdigit() for f in got)
+
+
+def catalog_problems(path: Path, terms=None) -> list[str]:
+    po = polib.pofile(str(path), wrapwidth=0)
+    terms = glossary_terms() if terms is None else terms
+    return [f"{path.name}: {p}" for e in po if not e.obsolete for p in entry_problems(e, terms)]

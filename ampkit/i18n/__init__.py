@@ -1,0 +1,90 @@
+"""The kit's language: English (the source) or Simplified Chinese, chosen by one setting (every notebook).
+
+The generated Chinese notebooks (``notebooks/zh_CN/``) set it in their first cell. Messages the package prints or
+shows (widget labels and readouts, the doctor's report, the exercises' messages, errors a learner reads) pass
+through ``tr``; figure text is translated when a figure is drawn (``ampkit.widgets.figtext``). The catalogs are
+gettext catalogs (``ampkit/locale/zh_CN/LC_MESSAGES/ampkit.po``, compiled to ``ampkit.mo`` by
+``make translations``); they are read with the standard library's ``gettext``.
+
+The rule, in order (the machine's locale is never read):
+
+    language = set_language(...)            if it was called
+             = $AMPKIT_LANG                 if it is set (make lab LANG=zh_CN sets it for the kernels)
+             = "en"
+    tr(msgid, **fields) = catalog(language).get(msgid, msgid).format(**fields)   (no fields: no format)
+
+>>> set_language("en"); tr("{n} steps skipped", n=3)
+'3 steps skipped'
+>>> set_language("zh-CN"); language()
+'zh_CN'
+>>> set_language(None)   # back to $AMPKIT_LANG or English
+"""
+from __future__ import annotations
+
+import gettext
+import os
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["LANGUAGES", "ENV_VAR", "DOMAIN", "LOCALE_DIR", "set_language", "language", "tr", "mark", "catalog",
+           "is_chinese"]
+
+#: the languages the kit speaks; English is the source, the others come from gettext catalogs
+LANGUAGES = ("en", "zh_CN")
+#: the environment variable read when ``set_language`` was not called
+ENV_VAR = "AMPKIT_LANG"
+DOMAIN = "ampkit"
+LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
+_ALIASES = {"en": "en", "en_us": "en", "en_gb": "en", "english": "en", "c": "en",
+            "zh_cn": "zh_CN", "zh": "zh_CN", "zh_hans": "zh_CN", "zh_hans_cn": "zh_CN", "chinese": "zh_CN"}
+_chosen: str | None = None
+
+
+def _normalize(lang: str, where: str) -> str:
+    key = str(lang).strip().split(".")[0].replace("-", "_").lower()   # "zh-CN", "zh_CN.UTF-8", "ZH_cn"
+    if key not in _ALIASES:
+        raise ValueError(f"{where}: unknown language {lang!r}; the kit speaks {', '.join(LANGUAGES)} "
+                         f"(English, Simplified Chinese)")
+    return _ALIASES[key]
+
+
+def set_language(lang: str | None) -> None:
+    """Choose the kit's language for this Python process: ``"en"`` or ``"zh_CN"`` (``"zh-CN"``, ``"zh"`` too).
+    ``None`` forgets the choice (then ``$AMPKIT_LANG``, else English)."""
+    global _chosen
+    _chosen = None if lang is None else _normalize(lang, "set_language")
+
+
+def language() -> str:
+    """The language in force now (see the rule in the module docstring)."""
+    if _chosen is not None:
+        return _chosen
+    env = os.environ.get(ENV_VAR, "").strip()
+    return _normalize(env, f"${ENV_VAR}") if env else "en"
+
+
+def is_chinese() -> bool:
+    return language() == "zh_CN"
+
+
+@lru_cache(maxsize=None)
+def catalog(lang: str) -> gettext.NullTranslations:
+    """The compiled catalog of ``lang`` (a ``NullTranslations`` for English or a missing catalog)."""
+    if lang == "en":
+        return gettext.NullTranslations()
+    return gettext.translation(DOMAIN, localedir=str(LOCALE_DIR), languages=[lang], fallback=True)
+
+
+def tr(msgid: str, /, **fields) -> str:
+    """``msgid`` in the current language; with ``fields``, ``str.format``-ed after translation.
+
+    The argument must be a literal string (the catalog extractor reads it from the source): write
+    ``tr("{n} steps", n=n)``, never ``tr(f"{n} steps")``."""
+    text = catalog(language()).gettext(msgid)
+    return text.format(**fields) if fields else text
+
+
+def mark(msgid: str, /) -> str:
+    """Mark a literal for the catalog without translating it here (it is translated later, where it is shown:
+    ``tr(variable)`` or a figure's text). Returns ``msgid`` unchanged."""
+    return msgid
