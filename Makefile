@@ -19,14 +19,26 @@ CONSTRAINTS ?= constraints.txt
 PIN_FILE = $(if $(TORCH),$(CONSTRAINTS),$(VENV)/constraints-own-torch.txt)
 PINS = $(if $(LATEST),--upgrade --upgrade-strategy eager,-c $(PIN_FILE))
 LAB_ARGS ?=
+# The edition: `make lab LANG=zh_CN` (also present, workshop) opens the Chinese notebooks (notebooks/zh_CN/), runs
+# their kernels with AMPKIT_LANG=zh_CN and shows JupyterLab's own menus in Chinese (the official language pack, in a
+# settings folder of its own: .cache/lab-zh_CN/). Only a LANG given on make's command line counts: the shell's own
+# $$LANG (the machine's locale) never switches the kit's language.
+KIT_LANG := $(if $(filter command line,$(origin LANG)),$(LANG),en)
+ifeq ($(filter en zh_CN,$(KIT_LANG)),)
+$(error LANG=$(KIT_LANG): the kit's editions are LANG=en and LANG=zh_CN)
+endif
+ZH := $(filter zh_CN,$(KIT_LANG))
+LAB_SETTINGS := .cache/lab-$(KIT_LANG)/settings
+LAB_ENV := $(if $(ZH),AMPKIT_LANG=$(KIT_LANG) JUPYTERLAB_SETTINGS_DIR=$(abspath $(LAB_SETTINGS)))
 # the folder JupyterLab opens: notebooks/ (with outputs, for self-learners) or workshop/ (`make workshop`'s learner copies)
-LAB_ROOT ?= notebooks
+LAB_ROOT ?= notebooks$(if $(ZH),/$(KIT_LANG))
 # Jupyter refuses to run as root (containers, CI) unless told it is on purpose.
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-gpu test-loaded install install-test lock doctor notebooks bench clean check-python
+
+.PHONY: help lab lab-language translations test test-gpu test-loaded install install-test lock doctor notebooks bench clean check-python
 
 # `make` alone: every target with its `## ` comment, one line each (read from the Makefile and make/*.mk).
 help: ## this list
@@ -57,8 +69,20 @@ install: $(STAMP) ## create .venv and install the kit and its runtime (what `mak
 
 install-test: $(TEST_STAMP) ## install also the test, browser and lint extras (what `make test` needs)
 
-lab: $(STAMP) ## open JupyterLab on notebooks/ (LAB_ROOT=workshop: the learner copies)
-	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=$(LAB_ROOT) $(ALLOW_ROOT) $(LAB_ARGS)
+lab: $(STAMP) $(if $(ZH),lab-language) ## open JupyterLab on notebooks/ (LAB_ROOT=workshop: the learner copies; LANG=zh_CN: 中文)
+	$(LAB_ENV) $(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=$(LAB_ROOT) $(ALLOW_ROOT) $(LAB_ARGS)
+
+# JupyterLab in Chinese: the language pack (the zh extra) once, and the locale chosen in the edition's own settings
+lab-language: $(STAMP) ## JupyterLab in Chinese: install the language pack, select it (make lab LANG=zh_CN runs it)
+	@$(BIN)/python -c "import jupyterlab_language_pack_zh_CN" 2>/dev/null || $(PIP_INSTALL) -q $(PINS) -e ".[zh]"
+	@mkdir -p $(LAB_SETTINGS)/@jupyterlab/translation-extension
+	@printf '{"locale": "%s"}\n' $(KIT_LANG) > $(LAB_SETTINGS)/@jupyterlab/translation-extension/plugin.jupyterlab-settings
+
+# The Chinese edition: catalogs in step with the English (changed cells marked stale), then notebooks/zh_CN/
+# generated and executed where their source changed, and ampkit.mo compiled (ampkit/_i18ntools; README.zh-CN.md).
+translations: $(TEST_STAMP) ## update translations/zh_CN/*.po and ampkit.po, build notebooks/zh_CN/ (executed)
+	$(BIN)/python -m ampkit._i18ntools update
+	$(BIN)/python -m ampkit._i18ntools build
 
 test: $(TEST_STAMP) ## ruff, then every test (LATEST=1: against the newest versions, in .venv-latest)
 	$(BIN)/ruff check .

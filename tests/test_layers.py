@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "ampkit"
 
 GROUND = {"ampkit._util", "ampkit._version", "ampkit.formats", "ampkit.device", "ampkit.hardware", "ampkit.dtypes",
-          "ampkit.models", "ampkit.data", "ampkit.protocols"}
+          "ampkit.models", "ampkit.data", "ampkit.protocols", "ampkit.i18n"}
 ENGINE = {"ampkit.precision", "ampkit.scaling", "ampkit.sinking", "ampkit.fp8", "ampkit.diagnose", "ampkit.train",
           "ampkit.timeline"}
-FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools"}
+FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools", "ampkit._i18ntools"}
 
 #: layer -> the layers its modules may import (besides their own package), and why (docs/architecture.md).
 MAY_IMPORT: dict[str, set[str]] = {

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polib
 
-from ampkit._i18ntools.extract import FIGURE, _figure_nodes
+from ampkit._i18ntools.extract import FIGURE, figure_nodes
 
 __all__ = ["CJK", "entry_problems", "catalog_problems", "glossary_terms", "GLOSSARY"]
 
@@ -65,6 +65,12 @@ class _Blank(ast.NodeTransformer):
     def __init__(self, keep: set[int]):
         self.keep = keep
 
+    def visit_JoinedStr(self, node):
+        if id(node) in self.keep:
+            return node
+        fields = [v for v in node.values if not isinstance(v, ast.Constant)]   # the text around fields may move
+        return ast.copy_location(ast.JoinedStr(values=fields), node)
+
     def visit_Constant(self, node):
         if isinstance(node.value, str) and id(node) not in self.keep:
             return ast.copy_location(ast.Constant(""), node)
@@ -73,7 +79,7 @@ class _Blank(ast.NodeTransformer):
 
 def _program(source: str) -> str:
     tree = ast.parse(source)
-    keep = {id(n) for f in _figure_nodes(tree) for n in ast.walk(f)}
+    keep = {id(n) for f in figure_nodes(tree) for n in ast.walk(f)}
     return ast.dump(_Blank(keep).visit(tree))
 
 

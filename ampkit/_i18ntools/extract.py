@@ -15,7 +15,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Entry", "FIGURE", "notebook_entries", "package_entries", "figure_texts", "has_prose", "cell_id"]
+__all__ = ["Entry", "FIGURE", "figure_nodes", "notebook_entries", "package_entries", "figure_texts", "has_prose", "cell_id"]
 
 FIGURE = "figure"
 #: figure calls and the positional argument that is text
@@ -58,7 +58,7 @@ def _template(node: ast.AST) -> list[str]:
     return []
 
 
-def _figure_nodes(tree: ast.AST) -> list[ast.AST]:
+def figure_nodes(tree: ast.AST) -> list[ast.AST]:
     """The string expressions given to figure calls."""
     found = []
     for node in ast.walk(tree):
@@ -79,7 +79,7 @@ def _useful(text: str) -> bool:
 def figure_texts(tree: ast.AST) -> list[str]:
     """Every figure text (template) in ``tree`` that has a word in it, in source order, once each."""
     out: list[str] = []
-    for node in _figure_nodes(tree):
+    for node in figure_nodes(tree):
         for t in _template(node):
             if _useful(t) and t not in out:
                 out.append(t)
@@ -87,7 +87,7 @@ def figure_texts(tree: ast.AST) -> list[str]:
 
 
 def _strings_outside_figures(tree: ast.AST) -> list[str]:
-    skip = {id(n) for f in _figure_nodes(tree) for n in ast.walk(f)}
+    skip = {id(n) for f in figure_nodes(tree) for n in ast.walk(f)}
     out = []
     for node in ast.walk(tree):
         if id(node) in skip:

@@ -37,7 +37,7 @@ import re
 import sys
 from pathlib import Path
 
-from ampkit.classroom.present import NOTEBOOKS, ROOT, list_notebooks
+from ampkit.classroom.present import LANGUAGES, NOTEBOOKS, ROOT, edition, list_notebooks
 
 __all__ = ["WORKSHOP", "MANIFEST", "learner_copy", "rewrite_links", "is_solution", "source_fingerprint",
            "edited_copies", "write_workshop", "main"]
@@ -188,9 +188,14 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Write learner copies of the notebooks: outputs cleared, solutions hidden.")
     p.add_argument("--out", default=str(WORKSHOP), help="folder to write (default: workshop/ next to notebooks/)")
     p.add_argument("--force", action="store_true", help="replace copies even if their cells were edited")
+    p.add_argument("--lang", default="en", choices=LANGUAGES,
+                   help="zh_CN: copies of the Chinese edition (notebooks/zh_CN/), by default into workshop/zh_CN/")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    src = edition(args.lang)[0]
+    out = args.out if args.out != str(WORKSHOP) or args.lang == "en" else str(WORKSHOP / args.lang)
+    args.out = out
     try:
-        written = write_workshop(args.out, force=args.force)
+        written = write_workshop(out, src=src, force=args.force)
     except (ValueError, TypeError, FileExistsError) as e:
         print(f"workshop: {e}", file=sys.stderr)
         return 2

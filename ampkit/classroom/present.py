@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 __all__ = ["ROOT", "NOTEBOOKS", "DEFAULT_IP", "DEFAULT_PORT", "TEMPLATE", "TEMPLATE_ROOT", "list_notebooks",
-           "resolve_notebook", "voila_command", "voila_env", "served_url", "banner", "main"]
+           "resolve_notebook", "voila_command", "voila_env", "served_url", "banner", "main", "LANGUAGES", "edition"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -146,13 +146,13 @@ def served_url(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: str
 
 
 def banner(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: str = DEFAULT_IP,
-           token: str | None = None) -> str:
+           token: str | None = None, folder: str | Path = NOTEBOOKS) -> str:
     """What the instructor reads once the dashboard is up: the URL, who can reach it, and the cost of a visit."""
-    what = f"notebook {resolve_notebook(notebook).stem}" if notebook else "the notebooks (pick one in the tree)"
+    what = f"notebook {resolve_notebook(notebook, folder).stem}" if notebook else "the notebooks (pick one in the tree)"
     url = served_url(notebook, port=port, ip=ip, token=token)
     lines = [f"Presenter mode: {what}, code hidden.", f"  Open: {url}"]
     if not notebook:
-        first = list_notebooks()[0].name
+        first = list_notebooks(folder)[0].name
         lines.append(f"  (one notebook directly: {url.split('?')[0]}voila/render/{first}"
                      + (f"?token={token})" if token else ")"))
     if ip in LOOPBACK:
@@ -203,7 +203,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None, help="require this token (made up when --ip is not loopback)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--list", action="store_true", help="list the notebooks and exit")
+    p.add_argument("--lang", default="en", choices=LANGUAGES,
+                   help="en: notebooks/; zh_CN: the Chinese edition, notebooks/zh_CN/, its kernels in Chinese")
     return p
+
+
+#: the editions: language -> (folder, the kernels' $AMPKIT_LANG); the same names as ampkit.i18n.LANGUAGES
+LANGUAGES = ("en", "zh_CN")
+
+
+def edition(lang: str) -> tuple[Path, dict[str, str]]:
+    """The notebooks folder of an edition and what its kernels' environment adds.
+
+    >>> edition("zh_CN")[0].name, edition("zh_CN")[1]
+    ('zh_CN', {'AMPKIT_LANG': 'zh_CN'})
+    """
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; the editions are {', '.join(LANGUAGES)}")
+    return (NOTEBOOKS, {}) if lang == "en" else (NOTEBOOKS / lang, {"AMPKIT_LANG": lang})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,13 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"present: unexpected argument(s) {stray}: give one notebook, and Voilà options as --name=value",
               file=sys.stderr)
         return 2
+    folder, lang_env = edition(args.lang)
     if args.list:
-        print(_choices(list_notebooks()))
+        print(_choices(list_notebooks(folder)))
         return 0
     token = args.token or (None if args.ip in LOOPBACK else secrets.token_urlsafe(16))
     try:
         cmd = voila_command(args.notebook or None, port=args.port, ip=args.ip, open_browser=not args.no_browser,
-                            token=token, extra_args=extra)
+                            token=token, extra_args=extra, folder=folder)
     except (ValueError, TypeError) as e:
         print(f"present: {e}", file=sys.stderr)
         return 2
@@ -235,13 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     print("$ " + shlex.join(cmd), flush=True)
     # Voilà gets the terminal's Ctrl-C too (same process group), also when this was started with SIGINT ignored
     restore = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if os.name == "posix" else None
-    proc = subprocess.Popen(cmd, env=voila_env(dict(os.environ)), preexec_fn=restore)
+    proc = subprocess.Popen(cmd, env=voila_env({**os.environ, **lang_env}), preexec_fn=restore)
     # Ctrl-C and `kill` stop it, however it was started: a shell that runs a job in the background (nohup, `&`, CI
     # runners) starts it with SIGINT *ignored*, and Python then keeps ignoring it unless told otherwise
     previous = _on_signals(_interrupt)
     try:
         if _wait_up(proc, args.ip, args.port, timeout=120):
-            print("\n" + banner(args.notebook or None, port=args.port, ip=args.ip, token=token) + "\n", flush=True)
+            print("\n" + banner(args.notebook or None, port=args.port, ip=args.ip, token=token, folder=folder) + "\n", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
         return_code = _stop(proc)

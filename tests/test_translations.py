@@ -1,0 +1,132 @@
+"""The Chinese edition is in step with the English by construction (ampkit/_i18ntools, `make translations`).
+
+Every catalog: nothing missing, stale (fuzzy) or untranslated; every number, code span, formula and link kept; code
+cells the same program; the glossary's terms used. The catalogs hold exactly the English that is there now; the
+generated notebooks and the compiled catalog are what `make translations` would write.
+"""
+import json
+
+import polib
+import pytest
+
+from ampkit._i18ntools import catalogs
+from ampkit._i18ntools.catalogs import (PACKAGE_MO, PACKAGE_PO, _merge, compiled_entries, english_notebooks,
+                                        notebook_po)
+from ampkit._i18ntools.checks import entry_problems, glossary_terms
+from ampkit._i18ntools.extract import Entry, notebook_entries, package_entries
+from ampkit._i18ntools.generate import same_source, translated_notebook, zh_path
+
+ROOT = catalogs.ROOT
+NOTEBOOKS = english_notebooks()
+CATALOGS = [notebook_po(p) for p in NOTEBOOKS] + [PACKAGE_PO]
+
+
+def _keys(path):
+    return {(e.msgctxt, e.msgid) for e in polib.pofile(str(path), wrapwidth=0) if not e.obsolete}
+
+
+def test_every_english_notebook_has_a_catalog_and_a_chinese_notebook():
+    assert len(NOTEBOOKS) >= 9
+    for nb in NOTEBOOKS:
+        assert notebook_po(nb).exists(), f"{nb.name}: no catalog (make translations)"
+        assert zh_path(nb).exists(), f"{nb.name}: no Chinese notebook (make translations)"
+
+
+def test_the_glossary_has_the_issue_terms_and_sources():
+    text = (ROOT / "docs" / "glossary.md").read_text()
+    for zh in ("自动混合精度", "损失缩放", "动态损失缩放", "上溢", "下溢", "次正规数", "白名单", "黑名单", "灰名单",
+               "数据下沉", "图下沉", "循环下沉", "算子"):
+        assert f"| {zh} |" in text, zh
+    assert len(glossary_terms()) >= 25
+    assert text.count("mindspore.cn") >= 2 and "paddlepaddle.org.cn" in text
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.name)
+def test_catalog_has_no_missing_stale_or_wrong_translation(path):
+    terms = glossary_terms()
+    problems = [p for e in polib.pofile(str(path), wrapwidth=0) if not e.obsolete for p in entry_problems(e, terms)]
+    assert not problems, f"{len(problems)} problems (python -m ampkit._i18ntools check {path}):\n" + "\n".join(problems[:30])
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_catalog_holds_exactly_the_english_of_now(nb):
+    wanted = {(e.msgctxt, e.msgid) for e in notebook_entries(json.loads(nb.read_text()), nb.name)}
+    have = _keys(notebook_po(nb))
+    assert not wanted - have, f"English not in the catalog (make translations): {sorted(wanted - have)[:3]}"
+    assert not have - wanted, f"entries whose English is gone (make translations): {sorted(have - wanted)[:3]}"
+
+
+def test_package_catalog_holds_exactly_the_messages_of_now():
+    entries, problems = package_entries(ROOT / "ampkit")
+    assert not problems
+    wanted = {(e.msgctxt, e.msgid) for e in entries}
+    have = _keys(PACKAGE_PO)
+    assert wanted == have, (sorted(wanted - have)[:3], sorted(have - wanted)[:3])
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_chinese_notebook_is_what_make_translations_writes(nb):
+    committed = json.loads(zh_path(nb).read_text())
+    assert same_source(committed, translated_notebook(nb)), \
+        f"notebooks/zh_CN/{nb.name} differs from its English and catalog: run make translations"
+
+
+def test_compiled_catalog_is_up_to_date_and_consistent():
+    po, conflicts = compiled_entries()
+    assert not conflicts, conflicts
+    want = {(e.msgctxt, e.msgid): e.msgstr for e in po}
+    have = {(e.msgctxt, e.msgid): e.msgstr for e in polib.mofile(str(PACKAGE_MO))}
+    assert have == want, "ampkit.mo is stale: make translations"
+
+
+# --- the checks themselves (each planted fault is caught) -----------------------------------------------------
+
+def _e(msgid, msgstr, kind="markdown", ctx="c1", **kw):
+    e = polib.POEntry(msgctxt=ctx, msgid=msgid, msgstr=msgstr, comment=f"{kind}: x", **kw)
+    return entry_problems(e, glossary_terms())
+
+
+def test_each_planted_fault_is_caught():
+    en = "fp16's largest value is 65504 (`info(\"fp16\").max`, $2^{16}$), see [docs](../docs/reference.md)."
+    good = "fp16 的最大值是 65504（`info(\"fp16\").max`，$2^{16}$），见 [文档](../docs/reference.md)。"
+    assert _e(en, good) == []
+    assert any("missing" in p for p in _e(en, ""))
+    assert any("stale" in p for p in _e(en, good, flags=["fuzzy"]))
+    assert any("untranslated" in p for p in _e("The scale doubles after clean steps.", "The scale doubles after clean steps."))
+    for broken in (good.replace("65504", "65,504"), good.replace("`info(\"fp16\").max`", "`info()`"),
+                   good.replace("$2^{16}$", "2^16"), good.replace("../docs/reference.md", "reference.md")):
+        assert any("tokens" in p for p in _e(en, broken)), broken
+    assert any("glossary" in p for p in _e("Loss scaling keeps gradients.", "损失放大让梯度保留下来。"))
+    assert _e("Loss scaling keeps gradients.", "损失缩放让梯度保留下来。") == []
+
+
+def test_code_cells_must_stay_the_same_program():
+    en = 'x = 1   # the answer\nprint(f"{x} steps skipped")\nax.set_title("loss")\n'
+    ok = 'x = 1   # 答案\nprint(f"跳过了 {x} 步")\nax.set_title("loss")\n'
+    assert _e(en, ok, kind="code") == []
+    assert any("same program" in p for p in _e(en, ok.replace("x = 1", "y = 1"), kind="code"))
+    assert any("same program" in p for p in _e(en, ok.replace('set_title("loss")', 'set_title("损失")'), kind="code"))
+    assert any("parse" in p for p in _e(en, ok.replace("print(", "print(("), kind="code"))
+    assert any("untranslated code" in p for p in _e(en, en, kind="code"))
+    assert _e(en, en, kind="code", tcomment="same: nothing a reader sees") == []
+
+
+def test_messages_and_figure_templates_keep_their_fields():
+    assert _e("{n} steps skipped", "跳过了 {n} 步", kind="message", ctx=None) == []
+    assert any("fields" in p for p in _e("{n} steps skipped", "跳过了 {m} 步", kind="message", ctx=None))
+    assert _e("static 2^{}: final loss {}", "静态 2^{0}：最终损失 {1}", kind="figure", ctx="figure") == []
+    assert any("fields" in p for p in _e("static 2^{}: final loss {}", "静态 2^{0}", kind="figure", ctx="figure"))
+
+
+def test_update_marks_a_changed_cell_stale_and_keeps_its_old_english():
+    po = polib.POFile(wrapwidth=0)
+    po.append(polib.POEntry(msgctxt="c1", msgid="Old text.", msgstr="旧文本。"))
+    po.append(polib.POEntry(msgctxt="c2", msgid="Same.", msgstr="相同。"))
+    po.append(polib.POEntry(msgctxt="c3", msgid="Gone.", msgstr="删除。"))
+    new = _merge(po, [Entry("c1", "New text.", "markdown"), Entry("c2", "Same.", "markdown"),
+                      Entry("c4", "Added.", "markdown")], "t")
+    by = {e.msgctxt: e for e in new}
+    assert by["c1"].msgstr == "旧文本。" and "fuzzy" in by["c1"].flags and by["c1"].previous_msgid == "Old text."
+    assert by["c2"].msgstr == "相同。" and "fuzzy" not in by["c2"].flags
+    assert by["c4"].msgstr == "" and "c3" not in by
+    assert any("stale" in p for p in entry_problems(by["c1"]))
