@@ -21,7 +21,7 @@ FIGURE = "figure"
 #: figure calls and the positional argument that is text
 _FIGURE_ARG = {"set_title": 0, "set_xlabel": 0, "set_ylabel": 0, "suptitle": 0, "supxlabel": 0, "supylabel": 0,
                "annotate": 0, "set_label": 0, "text": 2, "set_text": 0}
-_FIGURE_KW = {"label", "title"}
+_FIGURE_KW = {"label", "title", "xlabel", "ylabel"}   # also ax.set(xlabel=..., ylabel=...)
 _WORDS = re.compile(r"[A-Za-z]{3,}")
 
 

@@ -27,7 +27,7 @@ def language_cell() -> dict:
     return {"cell_type": "code", "execution_count": None, "id": LANGUAGE_CELL_ID,
             "metadata": {"tags": [LANGUAGE_CELL_ID]}, "outputs": [],
             "source": ("from ampkit import i18n\n\n"
-                       f'i18n.set_language("{LANG}")   # 本笔记本中 ampkit 显示的文字用简体中文（"en"：英文）')}
+                       f'i18n.set_language("{LANG}")   # 本 notebook 中 ampkit 显示的文字用简体中文（"en"：英文）')}
 
 
 def zh_path(en_path: Path) -> Path:

@@ -109,11 +109,13 @@ def stop_process_group(proc: subprocess.Popen | None) -> None:
 class LabServer:
     """A JupyterLab server on 127.0.0.1 with a random token, serving a throw-away copy of notebooks/."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, edition: str = "", locale: str = ""):
+        """``edition``: a subfolder of notebooks/ to serve (``"zh_CN"``: the Chinese notebooks); ``locale``:
+        JupyterLab's own language (a language pack's name, ``"zh_CN"``), chosen in this server's settings."""
         self.workdir = workdir
         self.root = workdir / "notebooks"
         self.root.mkdir(parents=True)
-        for nb_path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for nb_path in sorted((ROOT / "notebooks" / edition).glob("*.ipynb")):
             # Outputs and execution counts are cleared so that "every code cell has a number" means "Run All ran".
             nb = json.loads(nb_path.read_text())
             for cell in nb["cells"]:
@@ -127,6 +129,10 @@ class LabServer:
         plugin = workdir / "lab-settings" / "@jupyterlab" / "docmanager-extension"
         plugin.mkdir(parents=True)
         (plugin / "plugin.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
+        if locale:   # as `make lab LANG=zh_CN` does (Makefile: lab-language)
+            plugin = workdir / "lab-settings" / "@jupyterlab" / "translation-extension"
+            plugin.mkdir(parents=True)
+            (plugin / "plugin.jupyterlab-settings").write_text(json.dumps({"locale": locale}))
         self.log = open(workdir / "jupyterlab.log", "w")
         self.proc: subprocess.Popen | None = None
 
@@ -179,7 +185,7 @@ class Lab:
         self._pages = []
 
     # --- opening -------------------------------------------------------------------------------------------
-    def open_and_run(self, notebook: str, timeout_ms: int = 120_000):
+    def open_and_run(self, notebook: str, timeout_ms: int = 120_000, run_menu: str = "Run"):
         """Open a copy of ``notebooks/<notebook>``, Run All, wait for the kernel to go idle and widgets to render."""
         context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
@@ -194,7 +200,7 @@ class Lab:
                                   && /Python/.test(document.querySelector('.jp-KernelName')?.textContent ?? '')""",
                    timeout_ms, "the kernel to start")
         page.locator(".jp-NotebookPanel .jp-Cell").first.click()  # focus the notebook
-        page.click(".lm-MenuBar-item:has-text('Run')")  # the Run menu
+        page.click(f".lm-MenuBar-item:has-text('{run_menu}')")  # the Run menu (its name in JupyterLab's language)
         page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
         # Every code cell gets an execution number once Run All went through (the copy starts with none), then idle.
         # Cells whose source is collapsed (hidden exercise solutions) show an empty prompt: they are skipped here

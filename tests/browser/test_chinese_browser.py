@@ -1,0 +1,56 @@
+"""The Chinese edition in a real browser: JupyterLab with the official zh-CN language pack (as `make lab LANG=zh_CN`
+sets it up) opens notebooks/zh_CN/03, runs it, moves the loss scaler's slider; the slider's label is Chinese and
+the readout, computed by the kernel, is Chinese and shows the kernel's number. Screenshots to look at."""
+import re
+
+import pytest
+from conftest import Lab, LabServer, find_chromium
+from test_scaling_browser import PLOT, READOUT, expected_flushed, shown
+
+pytestmark = pytest.mark.browser
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def lab_zh(tmp_path_factory, browser, request):
+    if not find_chromium():
+        pytest.fail("CI must run the browser tests but no chromium was found")
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab-zh"), edition="zh_CN", locale="zh_CN")
+    server.start()
+    session = Lab(server, browser)
+    try:
+        yield session
+    finally:
+        session.close()
+        server.stop()
+
+
+def _percent(text: str) -> str:
+    m = re.search(r"(<?\s*[\d.]+\s*%)", text)
+    assert m, text
+    return m.group(1).replace(" ", "")
+
+
+def test_chinese_notebook_in_chinese_jupyterlab(lab_zh):
+    page = lab_zh.open_and_run("03_loss_scaling.ipynb", run_menu="运行")
+    menus = page.locator(".lm-MenuBar-item").all_inner_texts()
+    assert "文件" in menus and "运行" in menus, menus                 # JupyterLab itself is in Chinese
+    heading = lab_zh.text(page, ".jp-MarkdownOutput h1")
+    assert CJK.search(heading), heading                               # the lesson is in Chinese
+
+    label = lab_zh.text(page, ".jp-OutputArea .widget-slider .widget-label")
+    assert CJK.search(label) or label.startswith("log2"), label
+    start = shown(page, READOUT)
+    assert CJK.search(start), start                                    # the readout is Chinese ...
+    assert _percent(start) == expected_flushed(0).replace(" ", "")   # ... and shows the kernel's number
+    page.locator(PLOT).first.scroll_into_view_if_needed()
+    lab_zh.screenshot(page, "zh_CN-03-scaler-before")
+
+    lab_zh.move_slider(page, 0, "ArrowRight", presses=4)             # scale 2**4
+    after = lab_zh.wait_for_text(page, READOUT, "24")
+    assert CJK.search(after) and _percent(after) == expected_flushed(4).replace(" ", "") != _percent(start)
+    page.locator(PLOT).first.scroll_into_view_if_needed()
+    lab_zh.screenshot(page, "zh_CN-03-scaler-after")
+    lab_zh.check_figures(page, "zh_CN-03", at_least=5)
+    lab_zh.assert_clean(page)
