@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from ampkit.i18n import tr
+
 __all__ = ["walk", "iter_tensors", "map_tensors", "first_tensor", "sync", "check_int", "check_number",
            "check_positive_finite", "check_choice"]
 
@@ -78,32 +80,36 @@ def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | Non
     """``value`` as an ``int`` (numpy integers accepted; bools refused); TypeError / ValueError naming the range."""
     lo = "" if minimum is None else f" >= {minimum}"
     hi = "" if maximum is None else f" <= {maximum}"
-    want = f"an int{lo}{' and' if lo and hi else ''}{hi}"
+    want = tr("an int{lo}{and_}{hi}", lo=lo, and_=tr(" and") if lo and hi else "", hi=hi)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {want}; got {type(value).__name__} {value!r}")
+        raise TypeError(tr("{name} must be {want}; got {type} {value!r}", name=name, want=want,
+                           type=type(value).__name__, value=value))
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be {want}; got {value!r}")
+        raise ValueError(tr("{name} must be {want}; got {value!r}", name=name, want=want, value=value))
     return int(value)
 
 
 def check_number(name: str, value: Any, example: str = "1.0") -> float:
     """``value`` as a finite ``float`` (ints accepted; bools refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a finite number (e.g. {example}); got {type(value).__name__} {value!r}")
+        raise TypeError(tr("{name} must be a finite number (e.g. {example}); got {type} {value!r}", name=name,
+                           example=example, type=type(value).__name__, value=value))
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number (e.g. {example}); got {value!r}")
+        raise ValueError(tr("{name} must be a finite number (e.g. {example}); got {value!r}", name=name,
+                            example=example, value=value))
     return value
 
 
 def check_positive_finite(name: str, value: Any, example: str = "2.0**16") -> float:
     """``value`` as a positive finite ``float``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive finite number (e.g. {example}); "
-                        f"got {type(value).__name__} {value!r}")
+        raise TypeError(tr("{name} must be a positive finite number (e.g. {example}); got {type} {value!r}",
+                           name=name, example=example, type=type(value).__name__, value=value))
     value = float(value)
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number (e.g. {example}); got {value!r}")
+        raise ValueError(tr("{name} must be a positive finite number (e.g. {example}); got {value!r}", name=name,
+                            example=example, value=value))
     return value
 
 
@@ -112,4 +118,5 @@ def check_choice(name: str, value: Any, choices: Iterable[str], hint: str = "") 
     choices = tuple(choices)
     if isinstance(value, str) and value in choices:
         return value
-    raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}{hint}")
+    raise ValueError(tr("{name} must be one of {choices}; got {value!r}{hint}", name=name,
+                        choices=", ".join(map(repr, choices)), value=value, hint=hint))

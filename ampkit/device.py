@@ -29,6 +29,7 @@ import torch
 from ampkit._util import sync
 from ampkit.formats import format_name, resolve_format
 from ampkit.hardware import NATIVE_RULES, device_name, native_dtypes
+from ampkit.i18n import mark, tr
 
 __all__ = ["pick_device", "DeviceReport", "Ratio", "speed_words", "device_report", "autocast_dtypes", "fast_dtype",
            "check_autocast_dtype"]
@@ -56,11 +57,14 @@ def pick_device(prefer: str | torch.device | None = None) -> torch.device:
     try:
         dev = torch.device(prefer)
     except (RuntimeError, TypeError):
-        raise ValueError(f"unknown device {prefer!r}; valid choices: {', '.join(_VALID_DEVICES)}") from None
+        raise ValueError(tr("unknown device {device!r}; valid choices: {choices}", device=prefer,
+                            choices=", ".join(_VALID_DEVICES))) from None
     if dev.type not in _VALID_DEVICES:
-        raise ValueError(f"unsupported device {prefer!r}; valid choices: {', '.join(_VALID_DEVICES)}")
+        raise ValueError(tr("unsupported device {device!r}; valid choices: {choices}", device=prefer,
+                            choices=", ".join(_VALID_DEVICES)))
     if dev.type not in available:
-        raise ValueError(f"device {prefer!r} is not available here; available: {', '.join(available)}")
+        raise ValueError(tr("device {device!r} is not available here; available: {choices}", device=prefer,
+                            choices=", ".join(available)))
     return dev
 
 
@@ -84,12 +88,13 @@ class Ratio:
         '50x slower than fp32 (median of 3 repeats; range 80x slower to 1.5x faster)'
         """
         if self.low >= 1:
-            spread = f"{_times(self.low)}-{_times(self.high)}x faster"
+            spread = tr("{lo}-{hi}x faster", lo=_times(self.low), hi=_times(self.high))
         elif self.high < 1:
-            spread = f"{_times(1 / self.high)}-{_times(1 / self.low)}x slower"
+            spread = tr("{lo}-{hi}x slower", lo=_times(1 / self.high), hi=_times(1 / self.low))
         else:
-            spread = f"{_times(1 / self.low)}x slower to {_times(self.high)}x faster"
-        return f"{speed_words(self.median)} than {reference} (median of {self.repeats} repeats; range {spread})"
+            spread = tr("{lo}x slower to {hi}x faster", lo=_times(1 / self.low), hi=_times(self.high))
+        return tr("{speed} than {reference} (median of {n} repeats; range {spread})", speed=speed_words(self.median),
+                  reference=reference, n=self.repeats, spread=spread)
 
     def __str__(self) -> str:
         return self.phrase()
@@ -106,8 +111,8 @@ def speed_words(ratio: float) -> str:
     ('2.0x faster', '4.0x slower', '50x slower')
     """
     if not ratio > 0:
-        return "not measured"
-    return f"{_times(ratio)}x faster" if ratio >= 1 else f"{_times(1 / ratio)}x slower"
+        return tr("not measured")
+    return tr("{x}x faster", x=_times(ratio)) if ratio >= 1 else tr("{x}x slower", x=_times(1 / ratio))
 
 
 @dataclass(frozen=True)
@@ -164,14 +169,14 @@ class DeviceReport:
         ``"not native here (needs AVX512-BF16 or AMX-BF16 instructions ...)"``."""
         why = self.native.get(dt)
         if why:
-            return f"native here ({why})"
-        needs = NATIVE_RULES.get(self.device.type, {}).get(format_name(dt), "hardware support")
-        return f"not native here (needs {needs})"
+            return tr("native here ({why})", why=why)
+        needs = NATIVE_RULES.get(self.device.type, {}).get(format_name(dt), mark("hardware support"))
+        return tr("not native here (needs {needs})", needs=tr(needs))
 
     def measured(self, dt: torch.dtype) -> str:
         """The measured matmul ratio for ``dt`` in words (the explanation beside the decision)."""
         r = self.ratios.get(dt)
-        return r.phrase() if r else f"{speed_words(self.speedup.get(dt, float('nan')))} than float32"
+        return r.phrase() if r else tr("{speed} than float32", speed=speed_words(self.speedup.get(dt, float("nan"))))
 
     def default_reason(self) -> str:
         """Why :attr:`default_dtype` is the default (``""`` when there is none)."""
@@ -179,10 +184,10 @@ class DeviceReport:
         if default is None:
             return ""
         if default == self.fast_dtype:
-            return ("native here; preferred because bf16 needs no loss scaler" if default == torch.bfloat16 else
-                    "native here; fp16 training needs a loss scaler (torch.amp.GradScaler)")
-        return ("no 16-bit dtype is native here; bf16 needs no loss scaler" if default == torch.bfloat16 else
-                "no 16-bit dtype is native here; the only one autocast supports")
+            return (tr("native here; preferred because bf16 needs no loss scaler") if default == torch.bfloat16 else
+                    tr("native here; fp16 training needs a loss scaler (torch.amp.GradScaler)"))
+        return (tr("no 16-bit dtype is native here; bf16 needs no loss scaler") if default == torch.bfloat16 else
+                tr("no 16-bit dtype is native here; the only one autocast supports"))
 
     def lines(self) -> list[str]:
         """Human-readable summary, one fact per line: the decision (hardware) and the measurement (explanation).
@@ -194,15 +199,17 @@ class DeviceReport:
               measured 8x8 matmul: 2.0x faster than float32 (median of 3 repeats; range 1.5-2.5x faster)
         default low dtype: bfloat16 (native here; preferred because bf16 needs no loss scaler)
         """
-        out = [f"device: {self.device.type} ({self.name})"]
+        out = [tr("device: {type} ({name})", type=self.device.type, name=self.name)]
         if self.tensor_cores:
-            out.append(f"tensor cores: {self.tensor_cores}")
-        out.append("autocast supports: " + (", ".join(format_name(d) for d in self.autocast_dtypes) or "none"))
+            out.append(tr("tensor cores: {cores}", cores=self.tensor_cores))
+        out.append(tr("autocast supports: ") + (", ".join(format_name(d) for d in self.autocast_dtypes) or tr("none")))
         for dt in self.autocast_dtypes:
             out.append(f"  {format_name(dt)}: {self.verdict(dt)}")
-            out.append(f"      measured {self.probe_size}x{self.probe_size} matmul: {self.measured(dt)}")
+            out.append("      " + tr("measured {size}matmul: {speed}", size=f"{self.probe_size}x{self.probe_size} ",
+                                     speed=self.measured(dt)))
         if self.default_dtype is not None:
-            out.append(f"default low dtype: {format_name(self.default_dtype)} ({self.default_reason()})")
+            out.append(tr("default low dtype: {dtype} ({why})", dtype=format_name(self.default_dtype),
+                          why=self.default_reason()))
         return out
 
 
@@ -291,11 +298,13 @@ def check_autocast_dtype(dtype: str | torch.dtype, device: str | torch.device | 
     """
     dev = pick_device(device)
     supported = autocast_dtypes(dev)
-    names = ", ".join(format_name(d) for d in supported) or "none"
+    names = ", ".join(format_name(d) for d in supported) or tr("none")
     try:
         dt = resolve_format(dtype)
     except ValueError:
-        raise ValueError(f"autocast dtype must be one of {names} on {dev.type}; got {dtype!r}") from None
+        raise ValueError(tr("autocast dtype must be one of {names} on {device}; got {dtype!r}", names=names,
+                            device=dev.type, dtype=dtype)) from None
     if dt not in supported:
-        raise ValueError(f"autocast on {dev.type} does not support {format_name(dt)}; supported: {names}")
+        raise ValueError(tr("autocast on {device} does not support {dtype}; supported: {names}", device=dev.type,
+                            dtype=format_name(dt), names=names))
     return dt

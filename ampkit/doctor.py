@@ -17,11 +17,18 @@ import sys
 from dataclasses import dataclass
 
 from ampkit._version import TORCH_TESTED
+from ampkit.i18n import mark, tr
 
 __all__ = ["Check", "run_checks", "main", "check_device", "check_torch_features", "cpu_flags_detail", "CPU_FLAGS"]
 
-FIX = ("Fix: run `make lab` from the kit's folder (or, in your venv, "
-       f"`pip install -c constraints.txt torch=={TORCH_TESTED} && pip install -c constraints.txt -e .`).")
+_FIX_TEXT = mark("Fix: run `make lab` from the kit's folder (or, in your venv, "
+                 "`pip install -c constraints.txt torch=={version} && pip install -c constraints.txt -e .`).")
+FIX = _FIX_TEXT.format(version=TORCH_TESTED)
+
+
+def _fix() -> str:
+    """:data:`FIX` in the kit's language."""
+    return tr(_FIX_TEXT, version=TORCH_TESTED)
 _TORCH_FLOOR = ".".join(TORCH_TESTED.split(".")[:2])
 
 
@@ -40,11 +47,11 @@ def _feature_probes() -> list[tuple[str, str, object]]:
             return torch.amp.GradScaler("cpu").is_enabled()
 
     return [
-        ("CPU fp16 autocast", "02, 03, 05", cpu_fp16_autocast),
+        (mark("CPU fp16 autocast"), "02, 03, 05", cpu_fp16_autocast),
         ("torch.amp.GradScaler('cpu')", "03, 05", cpu_grad_scaler),
         ("fp8 dtypes (float8_e4m3fn, float8_e5m2)", "01, 06",
          lambda: hasattr(torch, "float8_e4m3fn") and hasattr(torch, "float8_e5m2")),
-        ("torch.cpu.get_capabilities (CPU instruction flags)", "00, 02",
+        (mark("torch.cpu.get_capabilities (CPU instruction flags)"), "00, 02",
          lambda: callable(getattr(torch.cpu, "get_capabilities", None))),
         ("torch.compile", "04", lambda: callable(getattr(torch, "compile", None))),
     ]
@@ -58,21 +65,25 @@ def check_torch_features(probes=None) -> list[Check]:
     checks = []
     here, tested = _version_tuple(torch.__version__), _version_tuple(TORCH_TESTED)
     if here[:2] == tested[:2]:
-        checks.append(Check("torch release", "OK", f"{torch.__version__}: the release the kit is tested with"))
+        checks.append(Check(mark("torch release"), "OK", tr("{version}: the release the kit is tested with",
+                                                     version=torch.__version__)))
     elif here < tested:
-        checks.append(Check("torch release", "WARN", f"{torch.__version__} is older than the tested {TORCH_TESTED}; "
-                            "the features below say what is missing", False, FIX))
+        checks.append(Check("torch release", "WARN", tr("{version} is older than the tested {tested}; "
+                                                       "the features below say what is missing",
+                                                       version=torch.__version__, tested=TORCH_TESTED), False, _fix()))
     else:
-        checks.append(Check("torch release", "INFO", f"{torch.__version__} is newer than the tested {TORCH_TESTED}; "
-                            "expected to work, not tested", False))
+        checks.append(Check("torch release", "INFO", tr("{version} is newer than the tested {tested}; "
+                                                       "expected to work, not tested",
+                                                       version=torch.__version__, tested=TORCH_TESTED), False))
     for name, notebooks, probe in (probes if probes is not None else _feature_probes()):
         try:
             ok = bool(probe())
         except Exception as exc:  # a probe that raises means the feature is not usable here
             ok, name = False, f"{name} ({type(exc).__name__})"
         checks.append(Check(name, "OK" if ok else "WARN",
-                            "available" if ok else f"missing in torch {torch.__version__}: notebooks {notebooks} need "
-                            f"it", False, FIX))
+                            tr("available") if ok else tr("missing in torch {version}: notebooks {notebooks} need it",
+                                                          version=torch.__version__, notebooks=notebooks),
+                            False, _fix()))
     return checks
 
 
@@ -88,7 +99,7 @@ class Check:
 
     def line(self) -> str:
         tag = {"OK": "[ OK ]", "FAIL": "[FAIL]", "WARN": "[WARN]", "INFO": "[INFO]"}[self.status]
-        text = f"{tag} {self.name}: {self.detail}"
+        text = f"{tag} {tr(self.name)}: {self.detail}"
         return text + (f"\n       -> {self.fix}" if self.fix and self.status in ("FAIL", "WARN") else "")
 
 
@@ -104,44 +115,46 @@ def check_python(version: tuple[int, int, int] | None = None) -> Check:
     v = version or sys.version_info[:3]
     text = ".".join(map(str, v))
     ok = tuple(v[:2]) >= (3, 10)
-    return Check("python", "OK" if ok else "FAIL", f"{text} (need >= 3.10)", fix="install Python 3.10 or newer")
+    return Check("python", "OK" if ok else "FAIL", tr("{version} (need >= 3.10)", version=text),
+                 fix=tr("install Python 3.10 or newer"))
 
 
 def check_package(module: str, dist: str, minimum: str, required: bool = True, why: str = "") -> Check:
     """Is ``dist`` installed (``module`` findable, not imported: importing jupyterlab alone takes seconds)
     and at least ``minimum``?"""
-    label = dist + (f" ({why})" if why else "")
+    label = dist + (f" ({tr(why)})" if why else "")
     try:
         if importlib.util.find_spec(module) is None:
             raise ImportError(f"no module named {module!r}")
         version = md.version(dist)
     except Exception as exc:  # ImportError, PackageNotFoundError, or a broken install
-        return Check(label, "FAIL" if required else "WARN", f"not installed ({type(exc).__name__}: {exc})",
-                     required, FIX)
+        return Check(label, "FAIL" if required else "WARN",
+                     tr("not installed ({error}: {exc})", error=type(exc).__name__, exc=exc), required, _fix())
     if _version_tuple(version) < _version_tuple(minimum):
-        return Check(label, "FAIL" if required else "WARN", f"{version} is too old (need >= {minimum})", required, FIX)
+        return Check(label, "FAIL" if required else "WARN",
+                     tr("{version} is too old (need >= {minimum})", version=version, minimum=minimum), required, _fix())
     return Check(label, "OK", version, required)
 
 
 def check_widgets_extension() -> Check:
     """Is the JupyterLab widgets extension installed? Without it, widgets show as text like ``IntSlider(value=0)``."""
-    name = "JupyterLab widgets extension"
-    fix = ("widgets will show as plain text such as 'FloatLogSlider(value=...)'. Install `jupyterlab_widgets` into "
-           "the environment that runs JupyterLab (`pip install 'ipywidgets>=8' jupyterlab_widgets`), then restart "
-           "JupyterLab and reload the browser tab.")
+    name = mark("JupyterLab widgets extension")
+    fix = tr("widgets will show as plain text such as 'FloatLogSlider(value=...)'. Install `jupyterlab_widgets` into "
+             "the environment that runs JupyterLab (`pip install 'ipywidgets>=8' jupyterlab_widgets`), then restart "
+             "JupyterLab and reload the browser tab.")
     try:
         from jupyter_core.paths import jupyter_path
     except ImportError:
-        return Check(name, "FAIL", "jupyter_core missing", True, FIX)
+        return Check(name, "FAIL", tr("jupyter_core missing"), True, _fix())
     for base in jupyter_path("labextensions"):
         pkg = os.path.join(base, "@jupyter-widgets", "jupyterlab-manager", "package.json")
         if os.path.exists(pkg):
             try:
                 version = md.version("jupyterlab_widgets")
             except md.PackageNotFoundError:
-                version = "found"
+                version = tr("found")
             return Check(name, "OK", f"@jupyter-widgets/jupyterlab-manager {version}")
-    return Check(name, "FAIL", "@jupyter-widgets/jupyterlab-manager not found", True, fix)
+    return Check(name, "FAIL", tr("@jupyter-widgets/jupyterlab-manager not found"), True, fix)
 
 
 #: The CPU instruction-set flags (``torch.cpu.get_capabilities()`` keys) that decide which 16-bit dtype is native.
@@ -155,7 +168,7 @@ def cpu_flags_detail(capabilities) -> str:
     'avx512_bf16 yes, amx_bf16 no, avx512_fp16 no, amx_fp16 no'
     """
     flags = list(CPU_FLAGS) + (["bf16"] if "bf16" in capabilities else [])
-    return ", ".join(f"{f} {'yes' if capabilities.get(f) else 'no'}" for f in flags)
+    return ", ".join(f"{f} {tr('yes') if capabilities.get(f) else tr('no')}" for f in flags)
 
 
 def check_device(probe: bool = True, report=None, capabilities=None) -> list[Check]:
@@ -170,28 +183,28 @@ def check_device(probe: bool = True, report=None, capabilities=None) -> list[Che
         from ampkit.formats import format_name
         from ampkit.hardware import cpu_capabilities
     except Exception as exc:
-        return [Check("device", "FAIL", f"cannot import ampkit.device ({exc})", True, FIX)]
+        return [Check(mark("device"), "FAIL", tr("cannot import ampkit.device ({exc})", exc=exc), True, _fix())]
     if report is None:
         dev = pick_device()
         if not probe:
             return [Check("device", "OK", dev.type)]
         report = device_report(dev)
     rep, dev = report, report.device
-    checks = [Check("device", "OK", f"{dev.type} ({rep.name})" + ("; no GPU needed" if dev.type == "cpu" else ""))]
-    names = ", ".join(format_name(d) for d in rep.autocast_dtypes) or "none"
-    checks.append(Check("autocast dtypes", "OK" if rep.autocast_dtypes else "WARN", names, False,
-                        "upgrade torch: this build cannot autocast on this device"))
+    checks = [Check("device", "OK", f"{dev.type} ({rep.name})" + (tr("; no GPU needed") if dev.type == "cpu" else ""))]
+    names = ", ".join(format_name(d) for d in rep.autocast_dtypes) or tr("none")
+    checks.append(Check(mark("autocast dtypes"), "OK" if rep.autocast_dtypes else "WARN", names, False,
+                        tr("upgrade torch: this build cannot autocast on this device")))
     if dev.type == "cpu":
         caps = cpu_capabilities() if capabilities is None else capabilities
-        checks.append(Check("CPU flags", "INFO", cpu_flags_detail(caps) + " (torch.cpu.get_capabilities())", False))
+        checks.append(Check(mark("CPU flags"), "INFO", cpu_flags_detail(caps) + " (torch.cpu.get_capabilities())", False))
     if dev.type == "cuda":
-        checks.append(Check("tensor cores", "INFO", rep.tensor_cores or "unknown", False))
+        checks.append(Check(mark("tensor cores"), "INFO", rep.tensor_cores or tr("unknown"), False))
     size = f"{rep.probe_size}x{rep.probe_size} " if rep.probe_size else ""
     for dt in rep.autocast_dtypes:
-        checks.append(Check(format_name(dt), "INFO", f"{rep.verdict(dt)}\n       measured {size}matmul: "
-                            f"{rep.measured(dt)}", False))
+        checks.append(Check(format_name(dt), "INFO", rep.verdict(dt) + "\n       " +
+                            tr("measured {size}matmul: {speed}", size=size, speed=rep.measured(dt)), False))
     if rep.default_dtype is not None:
-        checks.append(Check("default low dtype", "INFO", f"{format_name(rep.default_dtype)} ({rep.default_reason()})",
+        checks.append(Check(mark("default low dtype"), "INFO", f"{format_name(rep.default_dtype)} ({rep.default_reason()})",
                             False))
     return checks
 
@@ -207,8 +220,8 @@ def run_checks(probe_device: bool = True) -> list[Check]:
         check_package("jupyterlab", "jupyterlab", "4.0"),
         check_widgets_extension(),
         check_package("tqdm", "tqdm", "4.60"),
-        check_package("nbval", "nbval", "0.11", required=False, why="needed by `make test`"),
-        check_package("playwright", "playwright", "1.40", required=False, why="needed by the browser tests"),
+        check_package("nbval", "nbval", "0.11", required=False, why=mark("needed by `make test`")),
+        check_package("playwright", "playwright", "1.40", required=False, why=mark("needed by the browser tests")),
     ]
     if checks[1].status == "OK":
         checks += check_torch_features()
@@ -219,12 +232,13 @@ def run_checks(probe_device: bool = True) -> list[Check]:
 def main(argv: list[str] | None = None) -> int:
     """Print the report; return 0 when every required check passed, else 1."""
     checks = run_checks()
-    print("ampkit doctor")
+    print(tr("ampkit doctor"))
     for c in checks:
         print(c.line())
     failed = [c for c in checks if c.required and c.status == "FAIL"]
     if failed:
-        print(f"\n{len(failed)} required check(s) failed: {', '.join(c.name for c in failed)}.\n{FIX}")
+        print("\n" + tr("{n} required check(s) failed: {names}.", n=len(failed),
+                        names=", ".join(tr(c.name) for c in failed)) + "\n" + _fix())
         return 1
-    print("\nAll required checks passed: you are ready for the workshop.")
+    print("\n" + tr("All required checks passed: you are ready for the workshop."))
     return 0

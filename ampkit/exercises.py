@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ampkit.i18n import tr
+
 __all__ = ["check", "solution", "solution_html"]
 
 
@@ -55,13 +57,15 @@ def check(exercise: str, answer: Any, expected: Any, *, rel_tol: float = 0.0, ab
     Numbers compare with ``math.isclose(rel_tol, abs_tol)``; sets ignore order; strings ignore case.
     """
     if answer is ...:
-        print(f"✏️ {exercise}: not answered yet — replace the `...` with your answer and run the cell again.")
+        print(tr("✏️ {exercise}: not answered yet — replace the `...` with your answer and run the cell again.",
+                 exercise=exercise))
         return False
     correct = _same(answer, expected, rel_tol, abs_tol)
     if correct:
-        print(f"✅ {exercise}: correct.")
+        print(tr("✅ {exercise}: correct.", exercise=exercise))
     else:
-        print(f"❌ {exercise}: not yet — your answer was {answer!r}." + (f" Hint: {hint}" if hint else ""))
+        print(tr("❌ {exercise}: not yet — your answer was {answer!r}.", exercise=exercise, answer=answer)
+              + (tr(" Hint: {hint}", hint=hint) if hint else ""))
     _report(exercise, answer, correct)
     return correct
 
@@ -93,8 +97,8 @@ def solution_html(title: str, explanation: str = "", printed: str = "") -> str:
     body = f"<p>{_inline_code(explanation)}</p>" if explanation else ""
     if printed.strip():
         body += f"<pre>{html.escape(printed.rstrip())}</pre>"
-    return (f"<details class='ampkit-solution'><summary><b>{html.escape(title)}</b> — solution "
-            f"(click to reveal)</summary>{body}</details>")
+    summary = tr("<b>{title}</b> — solution (click to reveal)", title=html.escape(title))
+    return f"<details class='ampkit-solution'><summary>{summary}</summary>{body}</details>"
 
 
 @contextlib.contextmanager
@@ -122,4 +126,4 @@ def solution(title: str, explanation: str = "") -> Iterator[None]:
     if shell is not None and shell.__class__.__name__ != "TerminalInteractiveShell":
         display(HTML(solution_html(title, explanation, printed)))
     else:
-        print(f"{title} — solution: {explanation}".rstrip(": ") + ("\n" + printed.rstrip() if printed.strip() else ""))
+        print(tr("{title} — solution: {explanation}", title=title, explanation=explanation).rstrip(": ：") + ("\n" + printed.rstrip() if printed.strip() else ""))

@@ -18,17 +18,18 @@ import subprocess
 import torch
 
 from ampkit.formats import format_name
+from ampkit.i18n import mark, tr
 
 __all__ = ["NATIVE_RULES", "cpu_native_dtypes", "cuda_native_dtypes", "cpu_capabilities", "native_dtypes",
            "device_name"]
 
 #: Why a low dtype counts as fast: the hardware feature it needs, per device type (see docs/reference.md).
 NATIVE_RULES = {
-    "cuda": {"float16": "fp16 tensor cores (compute capability >= 7.0, Volta and later)",
-             "bfloat16": "bf16 tensor cores (compute capability >= 8.0, Ampere and later)"},
-    "cpu": {"bfloat16": "AVX512-BF16 or AMX-BF16 instructions (x86), or the BF16 extension (Arm)",
-            "float16": "AVX512-FP16 or AMX-FP16 instructions (x86)"},
-    "mps": {"float16": "Apple GPUs compute in fp16 natively"},
+    "cuda": {"float16": mark("fp16 tensor cores (compute capability >= 7.0, Volta and later)"),
+             "bfloat16": mark("bf16 tensor cores (compute capability >= 8.0, Ampere and later)")},
+    "cpu": {"bfloat16": mark("AVX512-BF16 or AMX-BF16 instructions (x86), or the BF16 extension (Arm)"),
+            "float16": mark("AVX512-FP16 or AMX-FP16 instructions (x86)")},
+    "mps": {"float16": mark("Apple GPUs compute in fp16 natively")},
 }
 
 
@@ -80,8 +81,8 @@ def cuda_native_dtypes(capability: tuple[int, int]) -> tuple[dict[torch.dtype, s
     if capability >= (7, 0):
         found[torch.float16] = f"fp16 tensor cores ({sm})"
     if not found:
-        return found, f"{sm}: none (tensor cores arrived with compute capability 7.0)"
-    return found, f"{sm}: " + ", ".join(format_name(d) for d in sorted(found, key=str)) + " tensor cores"
+        return found, tr("{sm}: none (tensor cores arrived with compute capability 7.0)", sm=sm)
+    return found, tr("{sm}: {dtypes} tensor cores", sm=sm, dtypes=", ".join(format_name(d) for d in sorted(found, key=str)))
 
 
 def cpu_capabilities() -> dict:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ampkit._util import check_int, check_number
+from ampkit.i18n import mark, tr
 
 __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN_KINDS"]
 
@@ -131,19 +132,19 @@ class Diagnosis:
 
 
 _FIX = {
-    "healthy": "nothing to fix.",
-    "persistent": "find the first inf/NaN with ampkit.diagnose.NonFiniteHunter; no scale fixes it. A forward op in "
+    "healthy": mark("nothing to fix."),
+    "persistent": mark("find the first inf/NaN with ampkit.diagnose.NonFiniteHunter; no scale fixes it. A forward op in "
                   "a layer: a forward overflow, so use bf16 or run that layer in fp32. An op in the loss: fix the "
-                  "loss (log_softmax instead of log(softmax), clamp a norm before dividing by it).",
-    "transient": "a rare skipped step needs no fix: it costs one step, and the scale grows back after "
+                  "loss (log_softmax instead of log(softmax), clamp a norm before dividing by it)."),
+    "transient": mark("a rare skipped step needs no fix: it costs one step, and the scale grows back after "
                  "growth_interval clean steps (2000 in torch.amp.GradScaler). Spikes more frequent than that step the "
                  "scale down: find the outlier batches, or use a scaler with hysteresis (torch.amp.GradScaler has "
                  "none; DeepSpeed's with consecutive_hysteresis=True, or ampkit.scaling.DynamicLossScaler("
                  "hysteresis=2), backs off only after overflows in a row). With hysteresis a skipped step can leave "
-                 "the scale unchanged: count skips with an optimizer step hook, not from the scale.",
-    "scale too low": "raise the scale: use a dynamic scaler with its default init_scale 2**16 (torch.amp."
-                     "GradScaler) or a larger static scale, or train in bf16 (fp32's range).",
-    "growth too slow": "shorten growth_interval (e.g. 200 instead of 2000) or start from a higher init_scale.",
+                 "the scale unchanged: count skips with an optimizer step hook, not from the scale."),
+    "scale too low": mark("raise the scale: use a dynamic scaler with its default init_scale 2**16 (torch.amp."
+                     "GradScaler) or a larger static scale, or train in bf16 (fp32's range)."),
+    "growth too slow": mark("shorten growth_interval (e.g. 200 instead of 2000) or start from a higher init_scale."),
 }
 
 
@@ -169,33 +170,39 @@ def classify_run(history: ScalerHistory, persistent_steps: int = 5, small_thresh
     persistent_steps = check_int("persistent_steps", persistent_steps, minimum=1)
     small_threshold = check_number("small_threshold", small_threshold, example="0.1")
     if not 0.0 <= small_threshold <= 1.0:
-        raise ValueError(f"small_threshold must be a fraction between 0 and 1 (e.g. 0.1); got {small_threshold!r}")
+        raise ValueError(tr("small_threshold must be a fraction between 0 and 1 (e.g. 0.1); got {value!r}",
+                            value=small_threshold))
     n, s, sk = history.steps, history.scales, history.skipped
     if n == 0:
-        raise ValueError("the history is empty: run at least one step with a RecordingScaler")
+        raise ValueError(tr("the history is empty: run at least one step with a RecordingScaler"))
     tail = _run_length(sk)
     if tail >= min(persistent_steps, n) and (tail == n or tail >= persistent_steps):
-        return Diagnosis("persistent", f"the last {tail} of {n} steps were all skipped; the scale fell from "
-                         f"2^{math.log2(s[-tail]):.0f} to 2^{math.log2(s[-1]):.0f}", _FIX["persistent"])
+        return Diagnosis("persistent", tr("the last {tail} of {n} steps were all skipped; the scale fell from "
+                                          "2^{hi:.0f} to 2^{lo:.0f}", tail=tail, n=n, hi=math.log2(s[-tail]),
+                                          lo=math.log2(s[-1])), tr(_FIX["persistent"]))
     # the first steps skipped in a row while the scale comes down to its level: calibration, normal
     calib = next((i for i, f in enumerate(sk) if not f), n)
     # a skip right after the scale grew is the dynamic scaler probing upward: normal. Others are spikes.
     spikes = [i for i in range(calib, n) if sk[i] and not (i > 0 and s[i] > s[i - 1])]
     if spikes:
-        return Diagnosis("transient", f"{len(spikes)} isolated skipped step(s) (at {spikes[:6]}) not caused by a "
-                         f"scale increase; the run recovers between them", _FIX["transient"])
+        return Diagnosis("transient", tr("{n} isolated skipped step(s) (at {at}) not caused by a "
+                                         "scale increase; the run recovers between them", n=len(spikes),
+                                         at=spikes[:6]), tr(_FIX["transient"]))
     if history.small_fraction:
         frac = sorted(history.small_fraction)[len(history.small_fraction) // 2]
         if frac > small_threshold:
-            return Diagnosis("scale too low", f"median {frac:.0%} of the non-zero gradient values fall below fp16's "
-                             f"smallest normal ({FP16_TINY:.3g}) at scale 2^{math.log2(s[-1]):.0f}",
-                             _FIX["scale too low"])
+            return Diagnosis("scale too low", tr("median {frac:.0%} of the non-zero gradient values fall below "
+                                                 "fp16's smallest normal ({tiny:.3g}) at scale 2^{k:.0f}", frac=frac,
+                                                 tiny=FP16_TINY, k=math.log2(s[-1])),
+                             tr(_FIX["scale too low"]))
     grew = any(s[i] > s[i - 1] for i in range(1, n))
     if not grew and history.grad_max and n >= 20:
         peak = max(history.grad_max)
         room = math.log2(FP16_MAX / (peak * s[-1])) if peak > 0 else math.inf
         if room >= 4:
-            return Diagnosis("growth too slow", f"no skip and no growth in {n} steps although the largest scaled "
-                             f"gradient is 2^{room:.0f} below fp16's max", _FIX["growth too slow"])
-    return Diagnosis("healthy", f"{sum(sk)} skipped of {n} steps: {calib} while the scale calibrated at the start, "
-                     f"{sum(sk) - calib} right after a scale increase", _FIX["healthy"])
+            return Diagnosis("growth too slow", tr("no skip and no growth in {n} steps although the largest scaled "
+                                                   "gradient is 2^{room:.0f} below fp16's max", n=n, room=room),
+                             tr(_FIX["growth too slow"]))
+    return Diagnosis("healthy", tr("{skipped} skipped of {n} steps: {calib} while the scale calibrated at the start, "
+                                   "{probes} right after a scale increase", skipped=sum(sk), n=n, calib=calib,
+                                   probes=sum(sk) - calib), tr(_FIX["healthy"]))

@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ampkit._util import iter_tensors
 from ampkit.dtypes import short_name
+from ampkit.i18n import tr
 
 __all__ = ["NonFiniteEvent", "NonFiniteHunter", "hunt", "AnomalyFinding", "anomaly_report"]
 
@@ -58,13 +59,14 @@ class NonFiniteEvent:
     op_index: int              # how many ops ran before it in this hunt
 
     def describe(self) -> str:
-        where = f" in module '{self.module}'" if self.module else ""
+        where = tr(" in module '{module}'", module=self.module) if self.module else ""
         node = f" ({self.node})" if self.node else ""
-        phase = f"the {self.phase} pass" if self.phase in ("forward", "backward") else self.phase
-        prefix = "in " if self.phase != "outside the model" else ""
-        return (f"first {self.kind} {prefix}{phase}: {self.op}{node}{where}, "
-                f"inputs {'/'.join(self.in_dtypes) or '-'} -> {self.out_dtype}; largest finite input magnitude "
-                f"{self.input_max:.3g}" + ("" if self.inputs_finite else "; a non-finite value came in from outside"))
+        phase = {"forward": tr("in the forward pass"), "backward": tr("in the backward pass"),
+                 "outside the model": tr("outside the model")}.get(self.phase, tr("in {phase}", phase=self.phase))
+        return (tr("first {kind} {phase}: {op}{node}{where}, inputs {ins} -> {out}; largest finite input magnitude "
+                   "{mx:.3g}", kind=self.kind, phase=phase, op=self.op, node=node, where=where,
+                   ins="/".join(self.in_dtypes) or "-", out=self.out_dtype, mx=self.input_max)
+                + ("" if self.inputs_finite else tr("; a non-finite value came in from outside")))
 
 
 def _nonfinite_kind(t: torch.Tensor) -> str | None:

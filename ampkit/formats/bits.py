@@ -19,11 +19,12 @@ from ampkit._util import check_int
 from ampkit.formats.parse import real_value
 from ampkit.formats.registry import FormatInfo, float_to_pattern, info
 from ampkit.formats.rounding import verdict
+from ampkit.i18n import mark, tr
 
 __all__ = ["KINDS", "Decomposition", "decompose", "from_bits", "toggle_bit"]
 
 #: What a single stored number can be (:attr:`Decomposition.kind`).
-KINDS = ("zero", "subnormal", "normal", "inf", "nan")
+KINDS = (mark("zero"), mark("subnormal"), mark("normal"), "inf", "nan")
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ def from_bits(bits: int | str, fmt: str | torch.dtype) -> Decomposition:
     if isinstance(bits, str):
         text = bits.replace(" ", "").replace("_", "")
         if not text or set(text) - {"0", "1"} or len(text) != fi.bits:
-            raise ValueError(f"{fi.name} needs a string of exactly {fi.bits} bits (0/1); got {bits!r}")
+            raise ValueError(tr("{fmt} needs a string of exactly {n} bits (0/1); got {bits!r}", fmt=fi.name, n=fi.bits,
+                                bits=bits))
         pattern = int(text, 2)
     else:
         pattern = check_int(f"a {fi.name} bit pattern (an int, or a string of {fi.bits} bits)", bits,

@@ -14,6 +14,8 @@ import re
 
 import torch
 
+from ampkit.i18n import tr
+
 __all__ = ["parse_value", "real_value"]
 
 _POW = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?)\s*(?:\*\*|\^)\s*\(?\s*([+-]?\d+)\s*\)?\s*$")
@@ -26,13 +28,13 @@ def real_value(value: object) -> float:
     """
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise TypeError(f"value must be a single number, got a tensor of shape {tuple(value.shape)}")
+            raise TypeError(tr("value must be a single number, got a tensor of shape {shape}", shape=tuple(value.shape)))
         if value.is_complex() or value.dtype == torch.bool:
-            raise TypeError(f"value must be a real number, got a {value.dtype} tensor")
+            raise TypeError(tr("value must be a real number, got a {dtype} tensor", dtype=value.dtype))
         return float(value.item())
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        hint = " (use parse_value() for text)" if isinstance(value, str) else ""
-        raise TypeError(f"value must be a real number, got {type(value).__name__}{hint}")
+        hint = tr(" (use parse_value() for text)") if isinstance(value, str) else ""
+        raise TypeError(tr("value must be a real number, got {type}{hint}", type=type(value).__name__, hint=hint))
     try:
         return float(value)
     except OverflowError:  # an int beyond float64
@@ -53,7 +55,7 @@ def parse_value(text: str) -> float:
         return real_value(text)
     s = text.strip().replace("_", "").replace("−", "-")
     if not s:
-        raise ValueError("type a number, e.g. 0.1, 1e-8, -0, inf, nan, 2^-24")
+        raise ValueError(tr("type a number, e.g. 0.1, 1e-8, -0, inf, nan, 2^-24"))
     try:
         return float(s)
     except ValueError:
@@ -71,6 +73,6 @@ def parse_value(text: str) -> float:
         except OverflowError:
             v = math.inf
         except ZeroDivisionError:
-            raise ValueError(f"{text!r} divides by zero; try e.g. 0.1, 1e-8, 2^-24") from None
+            raise ValueError(tr("{text!r} divides by zero; try e.g. 0.1, 1e-8, 2^-24", text=text)) from None
         return -v if sign == "-" else v
-    raise ValueError(f"{text!r} is not a number; try e.g. 0.1, 1e-8, -0, inf, nan, 2^-24 or 0x1p-24")
+    raise ValueError(tr("{text!r} is not a number; try e.g. 0.1, 1e-8, -0, inf, nan, 2^-24 or 0x1p-24", text=text))

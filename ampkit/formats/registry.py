@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import torch
 
+from ampkit.i18n import tr
+
 __all__ = ["FORMATS", "resolve_format", "format_name", "FormatInfo", "info"]
 
 #: The formats the kit teaches, by canonical name (narrowest last).
@@ -52,18 +54,16 @@ def resolve_format(fmt: str | torch.dtype) -> torch.dtype:
     if isinstance(fmt, torch.dtype):
         if fmt in FORMATS.values():
             return fmt
-        raise ValueError(f"unsupported format {fmt}; supported formats: {', '.join(FORMATS)}")
+        raise ValueError(tr("unsupported format {fmt}; supported formats: {names}", fmt=fmt, names=", ".join(FORMATS)))
     if not isinstance(fmt, str):
-        raise TypeError(f"a format is a name or a torch dtype (supported formats: {', '.join(FORMATS)}); "
-                        f"got {type(fmt).__name__} {fmt!r}")
+        raise TypeError(tr("a format is a name or a torch dtype (supported formats: {names}); got {type} {fmt!r}",
+                           names=", ".join(FORMATS), type=type(fmt).__name__, fmt=fmt))
     key = fmt.strip().lower().removeprefix("torch.")
     key = _ALIASES.get(key, key)
     if key in FORMATS:
         return FORMATS[key]
-    raise ValueError(
-        f"unsupported format {fmt!r}; supported formats: {', '.join(FORMATS)} "
-        f"(aliases: {', '.join(sorted(_ALIASES))})"
-    )
+    raise ValueError(tr("unsupported format {fmt!r}; supported formats: {names} (aliases: {aliases})", fmt=fmt,
+                        names=", ".join(FORMATS), aliases=", ".join(sorted(_ALIASES))))
 
 
 def format_name(fmt: str | torch.dtype) -> str:

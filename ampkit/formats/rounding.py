@@ -22,6 +22,11 @@ import torch
 
 from ampkit.formats.parse import real_value
 from ampkit.formats.registry import FORMATS, FormatInfo, cast, info, resolve_format
+from ampkit.i18n import mark, tr
+
+#: the verdicts' words (data, compared by the code), translated where they are shown
+_VERDICT_WORDS = (mark("exact"), mark("rounded"), mark("flushed to zero"), mark("overflow to inf"),
+                  mark("overflow to nan"), mark("saturated to max"))
 
 __all__ = ["round_trip", "RoundTrip", "compare_formats", "verdict", "explain", "ulp", "accumulate"]
 
@@ -102,41 +107,43 @@ def explain(value: float, fmts: Iterable[str | torch.dtype] = tuple(FORMATS)) ->
     infos = [info(f) for f in fmts]
     notes: list[str] = []
     if math.isnan(v):
-        return ["NaN (not a number) is what 0/0 or inf - inf give; every format has NaN bit patterns and any "
-                "arithmetic with NaN gives NaN. e4m3fn has just one NaN pattern per sign (all ones) and no inf."]
+        return [tr("NaN (not a number) is what 0/0 or inf - inf give; every format has NaN bit patterns and any "
+                   "arithmetic with NaN gives NaN. e4m3fn has just one NaN pattern per sign (all ones) and no inf.")]
     if math.isinf(v):
-        notes.append(f"{'-' if v < 0 else '+'}inf is what overflow gives in IEEE formats (exponent all ones, "
-                     "mantissa zero).")
+        notes.append(tr("{sign}inf is what overflow gives in IEEE formats (exponent all ones, mantissa zero).",
+                        sign="-" if v < 0 else "+"))
         if any(fi.name == "float8_e4m3fn" for fi in infos):
-            notes.append("float8_e4m3fn has no inf: torch's cast saturates it to ±448 (the format's max).")
+            notes.append(tr("float8_e4m3fn has no inf: torch's cast saturates it to ±448 (the format's max)."))
         return notes
     if v == 0:
         if math.copysign(1.0, v) < 0:
-            return ["-0.0 has only the sign bit set. It equals +0.0 (-0.0 == 0.0 is True) but remembers the sign: in "
-                    "torch, 1 / -0.0 is -inf. Tiny negative values flush to -0.0."]
-        return ["0 is all bits zero in every format."]
+            return [tr("-0.0 has only the sign bit set. It equals +0.0 (-0.0 == 0.0 is True) but remembers the sign: "
+                       "in torch, 1 / -0.0 is -inf. Tiny negative values flush to -0.0.")]
+        return [tr("0 is all bits zero in every format.")]
     widest = info("float32")
     if widest.overflows(v):
-        notes.append(f"{v:.3g} is beyond every format's max (float32's max is {widest.max:.3g}): all of them "
-                     "overflow.")
+        notes.append(tr("{v:.3g} is beyond every format's max (float32's max is {max:.3g}): all of them overflow.",
+                        v=v, max=widest.max))
     for fi in infos:
         name = fi.name
         stored = cast(v, fi.dtype)
         what = verdict(v, stored, fi)[0]
         if what == "flushed to zero":
-            notes.append(f"{name} flushes {v:.3g} to zero: it is below half the smallest subnormal "
-                         f"({fi.flush_threshold:.3g}).")
+            notes.append(tr("{name} flushes {v:.3g} to zero: it is below half the smallest subnormal ({t:.3g}).",
+                            name=name, v=v, t=fi.flush_threshold))
         elif what == "overflow to inf":
-            notes.append(f"{name} overflows to inf: {v:.3g} is past its max ({fi.max:.6g}).")
+            notes.append(tr("{name} overflows to inf: {v:.3g} is past its max ({max:.6g}).", name=name, v=v,
+                            max=fi.max))
         elif what == "overflow to nan":
-            notes.append(f"{name} overflows to NaN: {v:.3g} is past its max ({fi.max:.6g}).")
+            notes.append(tr("{name} overflows to NaN: {v:.3g} is past its max ({max:.6g}).", name=name, v=v,
+                            max=fi.max))
         elif what == "saturated to max":
-            notes.append(f"{name} saturates: {v:.3g} is past its max, and torch's cast clamps it to "
-                         f"{math.copysign(fi.max, v):g} (the format has no inf).")
+            notes.append(tr("{name} saturates: {v:.3g} is past its max, and torch's cast clamps it to "
+                            "{clamp:g} (the format has no inf).", name=name, v=v, clamp=math.copysign(fi.max, v)))
         elif stored != 0 and abs(stored) < fi.smallest_normal:
-            notes.append(f"{name} stores {v:.3g} as a subnormal: below its smallest normal "
-                         f"({fi.smallest_normal:.3g}), so fewer significant bits (relative error "
-                         f"{abs(stored - v) / abs(v):.1e}).")
+            notes.append(tr("{name} stores {v:.3g} as a subnormal: below its smallest normal "
+                            "({normal:.3g}), so fewer significant bits (relative error {rel:.1e}).", name=name, v=v,
+                            normal=fi.smallest_normal, rel=abs(stored - v) / abs(v)))
     return notes
 
 

@@ -24,6 +24,7 @@ from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_hea
 from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import NonFiniteHunter
 from ampkit.dtypes import short_name
+from ampkit.i18n import tr
 from ampkit.models import MLP
 from ampkit.precision import apply_level
 from ampkit.scaling import DynamicLossScaler
@@ -121,14 +122,16 @@ def _forward_overflow(fixed: bool) -> DoctorReport:
     ev = _headroom_evidence(rows)
     if fixed:
         return DoctorReport("fp16 forward overflow", fixed, all(map(math.isfinite, losses)),
-                            f"bf16 autocast: no inf/NaN in {h.n_ops} ops (bf16 has fp32's range); "
-                            f"skipped steps: {sum(rec.history.skipped)} of 6", "applied: autocast dtype=bf16", ev)
+                            tr("bf16 autocast: no inf/NaN in {n} ops (bf16 has fp32's range); "
+                               "skipped steps: {skipped} of 6", n=h.n_ops, skipped=sum(rec.history.skipped)),
+                            tr("applied: autocast dtype=bf16"), ev)
     return DoctorReport("fp16 forward overflow", fixed, False,
-                        f"{h.first.describe()}. Layer(s) above fp16's max: {', '.join(over)}. "
-                        f"Every step is skipped ({sum(rec.history.skipped)} of 6): GradScaler cannot fix a "
-                        f"forward overflow.",
-                        "autocast with dtype=torch.bfloat16, or run that layer in fp32 "
-                        "(torch.autocast(..., enabled=False) + .float()), or rescale it", ev)
+                        tr("{first}. Layer(s) above fp16's max: {over}. "
+                           "Every step is skipped ({skipped} of 6): GradScaler cannot fix a "
+                           "forward overflow.", first=h.first.describe(), over=", ".join(over),
+                           skipped=sum(rec.history.skipped)),
+                        tr("autocast with dtype=torch.bfloat16, or run that layer in fp32 "
+                           "(torch.autocast(..., enabled=False) + .float()), or rescale it"), ev)
 
 
 def _log_of_zero(fixed: bool) -> DoctorReport:
@@ -144,9 +147,9 @@ def _log_of_zero(fixed: bool) -> DoctorReport:
     losses, rec = _train(model, X, y, 12, torch.float16, torch.amp.GradScaler("cpu"), stable if fixed else naive)
     d = classify_run(rec.history)
     return DoctorReport("log of zero", fixed, d.kind == "healthy", f"{d.kind}: {d.evidence}",
-                        "applied: log_softmax" if fixed else
-                        "compute log-probabilities with torch.log_softmax in fp32, "
-                        "never log(softmax(x)) in fp16; " + d.fix, _scales(rec, losses))
+                        tr("applied: log_softmax") if fixed else
+                        tr("compute log-probabilities with torch.log_softmax in fp32, "
+                           "never log(softmax(x)) in fp16; ") + d.fix, _scales(rec, losses))
 
 
 def _transient(fixed: bool) -> DoctorReport:
@@ -157,13 +160,13 @@ def _transient(fixed: bool) -> DoctorReport:
     losses, rec = _train(model, X, y, 16, torch.float16, scaler, poison=frozenset({5, 11}))
     d = classify_run(rec.history)
     drops = sum(1 for a, b in zip(rec.history.scales, rec.history.scales[1:]) if b < a)
-    often = ("; 2 spikes in 16 steps come far more often than the scale grows back (growth_interval=2000), so "
-             "each one lowers it for good" if drops else "; the skipped steps left the scale unchanged")
-    return DoctorReport("transient spikes", fixed, drops == 0, f"{d.kind}: {d.evidence}; the scale backed off "
-                        f"{drops} time(s){often}",
-                        "applied: ampkit.scaling.DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True), "
-                        "DeepSpeed's consecutive hysteresis (torch.amp.GradScaler has no hysteresis); the outlier "
-                        "steps are still skipped" if fixed else d.fix,
+    often = (tr("; 2 spikes in 16 steps come far more often than the scale grows back (growth_interval=2000), so "
+                "each one lowers it for good") if drops else tr("; the skipped steps left the scale unchanged"))
+    return DoctorReport("transient spikes", fixed, drops == 0,
+                        f"{d.kind}: {d.evidence}" + tr("; the scale backed off {drops} time(s)", drops=drops) + often,
+                        tr("applied: ampkit.scaling.DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True), "
+                           "DeepSpeed's consecutive hysteresis (torch.amp.GradScaler has no hysteresis); the outlier "
+                           "steps are still skipped") if fixed else d.fix,
                         _scales(rec, losses) | {"drops": drops})
 
 
@@ -174,7 +177,7 @@ def _scale_too_low(fixed: bool) -> DoctorReport:
     losses, rec = _train(model, X, y, 12, torch.float16, scaler, lambda o, t: F.cross_entropy(o, t) * 1e-4)
     d = classify_run(rec.history)
     return DoctorReport("scale too low", fixed, d.kind == "healthy", f"{d.kind}: {d.evidence}",
-                        "applied: torch.amp.GradScaler('cpu') defaults (init_scale 2**16)" if fixed else d.fix,
+                        tr("applied: torch.amp.GradScaler('cpu') defaults (init_scale 2**16)") if fixed else d.fix,
                         _scales(rec, losses))
 
 
@@ -192,8 +195,9 @@ def _half_model(fixed: bool) -> DoctorReport:
             mp.step(scaler)
             losses.append(float(loss.detach()))
         return DoctorReport("model.half() + GradScaler", True, all(map(math.isfinite, losses)),
-                            f"O2: fp16 model, fp32 master weights; 6 steps, final loss {losses[-1]:.3f}",
-                            "applied: ampkit.precision.apply_level(model, opt, 'O2', 'fp16')",
+                            tr("O2: fp16 model, fp32 master weights; 6 steps, final loss {loss:.3f}",
+                               loss=losses[-1]),
+                            tr("applied: ampkit.precision.apply_level(model, opt, 'O2', 'fp16')"),
                             {"kind": "losses", "losses": losses})
     model.half()
     loss = F.cross_entropy(model(X[:16].half()).float(), y[:16])
@@ -204,8 +208,8 @@ def _half_model(fixed: bool) -> DoctorReport:
     except ValueError as e:
         msg = str(e)
     return DoctorReport("model.half() + GradScaler", False, False,
-                        f"GradScaler refused: {msg!r} — the parameters (and so their gradients) are fp16",
-                        "keep fp32 parameters (autocast, O1) or fp32 master weights (O2: apply_level)",
+                        tr("GradScaler refused: {msg!r} — the parameters (and so their gradients) are fp16", msg=msg),
+                        tr("keep fp32 parameters (autocast, O1) or fp32 master weights (O2: apply_level)"),
                         {"kind": "losses", "losses": [float(loss.detach())]})
 
 
@@ -224,11 +228,12 @@ def _adam_eps(fixed: bool) -> DoctorReport:
             losses.append(float(loss.detach()))
     in_fp16 = float(torch.tensor(eps, dtype=torch.float16))
     finite = all(math.isfinite(float(p.detach().float().abs().max())) for p in model.parameters())
-    where = h.first.describe() if h.first else "no inf/NaN"
+    where = h.first.describe() if h.first else tr("no inf/NaN")
     return DoctorReport("adam eps in fp16", fixed, finite,
-                        f"eps={eps:g} is {in_fp16:g} in fp16; parameters finite after 4 steps: {finite}; {where}",
-                        "applied: eps=1e-4 (representable in fp16)" if fixed else
-                        "keep fp32 master weights (O2) or use an eps fp16 can hold (>= 6e-8; 1e-4 is common)",
+                        tr("eps={eps:g} is {in_fp16:g} in fp16; parameters finite after 4 steps: {finite}; {where}",
+                           eps=eps, in_fp16=in_fp16, finite=finite, where=where),
+                        tr("applied: eps=1e-4 (representable in fp16)") if fixed else
+                        tr("keep fp32 master weights (O2) or use an eps fp16 can hold (>= 6e-8; 1e-4 is common)"),
                         {"kind": "losses", "losses": losses})
 
 
@@ -253,7 +258,7 @@ def diagnose_model(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: 
     autocast forward+backward."""
     check_model(model)
     if (short_name(dtype) if isinstance(dtype, (str, torch.dtype)) else None) not in ("fp16", "bf16"):
-        raise ValueError(f"diagnose_model checks an autocast dtype: one of fp16, bf16; got {dtype!r}")
+        raise ValueError(tr("diagnose_model checks an autocast dtype: one of fp16, bf16; got {dtype!r}", dtype=dtype))
     rows = measure_headroom(model, [(x, y)], loss_fn, dtype, steps=1)
     cast = torch.float16 if rows[0].dtype == "fp16" else torch.bfloat16
     with NonFiniteHunter(model) as h:
@@ -262,21 +267,22 @@ def diagnose_model(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: 
         check_scalar_loss(loss_fn(out.float(), y)).backward()
     model.zero_grad(set_to_none=True)
     bad = [r.name for r in rows if r.status in ("overflow", "tight", "flushes")]
-    text = h.first.describe() if h.first else f"no inf/NaN in {h.n_ops} ops"
-    return DoctorReport("my model", False, h.first is None and not bad,
-                        text + (f"; layers to watch in {rows[0].dtype}: {', '.join(bad)}" if bad else ""),
-                        "see the troubleshooting cases in 05_amp_in_practice.ipynb" if bad or h.first else
-                        "nothing to fix", _headroom_evidence(rows))
+    text = h.first.describe() if h.first else tr("no inf/NaN in {n} ops", n=h.n_ops)
+    watch = tr("; layers to watch in {dtype}: {names}", dtype=rows[0].dtype, names=", ".join(bad)) if bad else ""
+    return DoctorReport("my model", False, h.first is None and not bad, text + watch,
+                        tr("see the troubleshooting cases in 05_amp_in_practice.ipynb") if bad or h.first else
+                        tr("nothing to fix"), _headroom_evidence(rows))
 
 
 def run_scenario(name: str, fixed: bool = False, model: nn.Module | None = None, batch=None) -> DoctorReport:
     """Run scenario ``name`` (see :func:`scenario_names`), broken or with its fix. ``"my model"`` needs
     ``model`` and ``batch=(x, y)``."""
     if not isinstance(name, str) or name not in scenario_names():
-        raise ValueError(f"unknown scenario {name!r}; the doctor knows: {', '.join(scenario_names())}")
+        raise ValueError(tr("unknown scenario {scenario!r}; the doctor knows: {names}", scenario=name,
+                              names=", ".join(scenario_names())))
     if name == "my model":
         if model is None or batch is None:
-            raise ValueError("'my model' needs model= (an nn.Module) and batch=(x, y)")
+            raise ValueError(tr("'my model' needs model= (an nn.Module) and batch=(x, y)"))
         if not isinstance(batch, (tuple, list)) or len(batch) != 2:
             raise TypeError(f"'my model' needs batch=(x, y), a pair of an input and a target; got "
                             f"{type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, (tuple, list))

@@ -18,6 +18,7 @@ import ipywidgets as W
 import matplotlib.colors as mcolors
 from matplotlib.patches import Patch
 
+from ampkit.i18n import mark, tr
 from ampkit.lessons.amp_in_practice import DoctorReport, run_scenario, scenario_names
 from ampkit.widgets.style import (
     BAND_COLOURS,
@@ -33,6 +34,8 @@ __all__ = ["headroom_figure", "scales_figure", "report_html", "report_figure", "
 
 _MARKERS = ("o", "s", "^", "D", "v")
 _LINES = ("-", "--", ":", "-.")
+_HEADROOM_TITLE = mark("Overflow headroom per module: powers of two left below the format max")
+_LOSS_SCALE_TITLE = mark("Loss scale per step")
 
 
 def _tick_label(name: str, kind: str) -> str:
@@ -49,10 +52,11 @@ def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], t
     under each module's name.
     """
     if kinds is not None and len(kinds) != len(names):
-        raise ValueError(f"kinds must have one entry per module name ({len(names)}); got {len(kinds)}")
+        raise ValueError(tr("kinds must have one entry per module name ({n}); got {got}", n=len(names), got=len(kinds)))
     for fmt, vals in bits.items():
         if len(vals) != len(names):
-            raise ValueError(f"bits[{fmt!r}] must have one value per module name ({len(names)}); got {len(vals)}")
+            raise ValueError(tr("bits[{fmt!r}] must have one value per module name ({n}); got {got}", fmt=fmt, n=len(names),
+                                got=len(vals)))
     fig = new_figure(7.5, 4.0)
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(bits))
@@ -86,13 +90,13 @@ def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], t
                   fontsize=8)
     ax.set_xlabel("module (name and kind), in forward order")
     ax.set_ylabel("headroom (powers of two)")
-    ax.set_title(title or "Overflow headroom per module: powers of two left below the format max")
+    ax.set_title(title or _HEADROOM_TITLE)
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8,
                title="headroom = log2(format max / largest |output|)", title_fontsize=8)
     return fig
 
 
-def scales_figure(runs: Mapping[str, Mapping[str, Sequence]], title: str = "Loss scale per step"):
+def scales_figure(runs: Mapping[str, Mapping[str, Sequence]], title: str = _LOSS_SCALE_TITLE):
     """One line per run: ``{"label": {"scales": [...], "skipped": [...]}}``; skipped steps marked with ✕."""
     fig = new_figure(7.5, 3.4)
     ax = fig.add_subplot()
@@ -112,12 +116,12 @@ def scales_figure(runs: Mapping[str, Mapping[str, Sequence]], title: str = "Loss
 def report_figure(report: DoctorReport):
     """The evidence of one doctor report as a figure."""
     ev = report.evidence
-    state = "with the fix" if report.fixed else "as reported"
+    state = mark("with the fix") if report.fixed else mark("as reported")
     if ev.get("kind") == "headroom":
         return headroom_figure(ev["names"], {ev["dtype"]: ev["bits"]},
                                f"{report.scenario} ({state}): {ev['dtype']} headroom per module", ev.get("kinds"))
     if ev.get("kind") == "scales":
-        return scales_figure({"loss scale": ev}, f"{report.scenario} ({state}): loss scale per step")
+        return scales_figure({mark("loss scale"): ev}, f"{report.scenario} ({state}): loss scale per step")
     fig = new_figure(7.5, 3.4)
     ax = fig.add_subplot()
     losses = ev.get("losses", [])
@@ -133,11 +137,13 @@ def report_html(report: DoctorReport) -> str:
     """The diagnosis and the fix as HTML (classes ``ampkit-doctor-verdict``, ``-diagnosis``, ``-fix``)."""
     ok = report.healthy
     colour = STATUS_COLOURS["good" if ok else "bad"]
-    verdict = "healthy" if ok else "broken"
+    verdict = tr("healthy") if ok else tr("broken")
+    applied = tr(" (fix applied)") if report.fixed else ""
     return (f"<div class='ampkit-doctor-report'><b class='ampkit-doctor-verdict' style='color:{colour}'>"
-            f"{html.escape(report.scenario)}: {verdict}{' (fix applied)' if report.fixed else ''}</b><br>"
-            f"<span class='ampkit-doctor-diagnosis'><b>Diagnosis:</b> {html.escape(report.diagnosis)}</span><br>"
-            f"<span class='ampkit-doctor-fix'><b>Fix:</b> {html.escape(report.fix)}</span></div>")
+            f"{html.escape(report.scenario)}: {verdict}{applied}</b><br>"
+            f"<span class='ampkit-doctor-diagnosis'><b>{tr('Diagnosis:')}</b> {html.escape(report.diagnosis)}"
+            f"</span><br>"
+            f"<span class='ampkit-doctor-fix'><b>{tr('Fix:')}</b> {html.escape(report.fix)}</span></div>")
 
 
 class AmpDoctor(WidgetView):
@@ -150,16 +156,17 @@ class AmpDoctor(WidgetView):
     def __init__(self, scenario: str | None = None, model=None, batch=None):
         names = scenario_names() if model is not None else scenario_names()[:-1]
         if scenario is not None and scenario not in names:
-            raise ValueError(f"unknown scenario {scenario!r}; the doctor knows: {', '.join(names)}")
+            raise ValueError(tr("unknown scenario {scenario!r}; the doctor knows: {names}", scenario=scenario,
+                                  names=", ".join(names)))
         self.model, self.batch = model, batch
-        self.picker = W.Dropdown(options=names, value=scenario or names[0], description="scenario",
+        self.picker = W.Dropdown(options=names, value=scenario or names[0], description=tr("scenario"),
                                  layout=W.Layout(width="420px"))
         self.picker.add_class("ampkit-doctor-picker")
-        self.run_button = W.Button(description="Run", button_style="warning")
+        self.run_button = W.Button(description=tr("Run"), button_style="warning")
         self.run_button.add_class("ampkit-doctor-run")
-        self.fix_button = W.Button(description="Run with the fix", button_style="success")
+        self.fix_button = W.Button(description=tr("Run with the fix"), button_style="success")
         self.fix_button.add_class("ampkit-doctor-fix-button")
-        self.output = W.HTML("<div class='ampkit-doctor-report'>Pick a scenario and press Run.</div>")
+        self.output = W.HTML(f"<div class='ampkit-doctor-report'>{tr('Pick a scenario and press Run.')}</div>")
         self.output.add_class("ampkit-doctor-output")
         self.image = W.Image(format="png")
         self.image.add_class("ampkit-doctor-plot")

@@ -71,7 +71,10 @@ def _pattern(template: str) -> tuple[re.Pattern, int]:
 def _templates(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
     messages = getattr(catalog(lang), "_catalog", {})   # gettext.GNUTranslations keeps "ctx\x04msgid" -> msgstr
     exact, shaped = {}, []
+    plain = {}   # the package's mark()-ed messages without fields: figure text held in a variable
     for key, value in messages.items():
+        if isinstance(key, str) and value and "\x04" not in key and key and "{" not in key:
+            plain[key] = value
         if not isinstance(key, str) or not key.startswith(_CTX) or not value:
             continue
         msgid = key[len(_CTX):]
@@ -81,6 +84,8 @@ def _templates(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]
         else:
             exact[msgid.replace("{{", "{").replace("}}", "}")] = value
     shaped.sort(key=lambda p: -len(p[0].pattern))   # the most specific shape first
+    for key, value in plain.items():
+        exact.setdefault(key, value)
     return exact, shaped
 
 
@@ -96,7 +101,8 @@ def _translate(text: str, lang: str) -> str | None:
     for pattern, value in shaped:
         m = pattern.match(text)
         if m:
-            return value.format(*m.groups())
+            # a field's text may be figure text itself (a "with the fix" inside a title): translated too
+            return value.format(*(_translate(g, lang) or g for g in m.groups()))
     return None
 
 

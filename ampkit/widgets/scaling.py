@@ -16,6 +16,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from ampkit.formats import format_name, range_bands
+from ampkit.i18n import mark, tr
 from ampkit.scaling import (
     SAFE_MAX_FLUSHED,
     Replay,
@@ -28,6 +29,7 @@ from ampkit.scaling import (
     scale_sweep,
 )
 from ampkit.scaling.presets import PRESETS, replay_presets
+from ampkit.widgets.figtext import localize
 from ampkit.widgets.style import (
     BAND_COLOURS,
     BAND_LABELS,
@@ -68,14 +70,20 @@ def _pct(x: float) -> str:
 
 def scaler_readout_html(report: ScaleReport, window: tuple[int, int] | None) -> str:
     """The visual scaler's readout: % flushed / subnormal / overflow at this scale, and the safe window."""
-    win = ("none in range — no power-of-two scale keeps every gradient" if window is None
+    win = (tr("none in range — no power-of-two scale keeps every gradient") if window is None
            else f"2<sup>{window[0]}</sup> … 2<sup>{window[1]}</sup>")
-    return (f"<div class='ampkit-scale-readout'><b>scale 2<sup>{report.log2_scale}</sup> in {report.fmt}</b>: "
-            f"<span class='ampkit-flushed' style='color:{BAND_COLOURS['flushed']}'>flushed to zero "
-            f"{_pct(report.flushed)}</span> · <span class='ampkit-subnormal'>subnormal {_pct(report.subnormal)}</span>"
-            f" · <span class='ampkit-overflow' style='color:{BAND_COLOURS['overflow']}'>overflow "
-            f"{_pct(report.overflow)}</span> <small>(of the nonzero gradient values)</small><br>"
-            f"safe window (no overflow, ≤ {100 * SAFE_MAX_FLUSHED:g} % flushed): "
+    head = tr("scale 2<sup>{k}</sup> in {fmt}", k=report.log2_scale, fmt=report.fmt)
+    flushed = tr("flushed to zero {pct}", pct=_pct(report.flushed))
+    subnormal = tr("subnormal {pct}", pct=_pct(report.subnormal))
+    overflow = tr("overflow {pct}", pct=_pct(report.overflow))
+    of_what = tr("(of the nonzero gradient values)")
+    safe = tr("safe window (no overflow, ≤ {pct:g} % flushed):", pct=100 * SAFE_MAX_FLUSHED)
+    return (f"<div class='ampkit-scale-readout'><b>{head}</b>: "
+            f"<span class='ampkit-flushed' style='color:{BAND_COLOURS['flushed']}'>{flushed}</span>"
+            f" · <span class='ampkit-subnormal'>{subnormal}</span>"
+            f" · <span class='ampkit-overflow' style='color:{BAND_COLOURS['overflow']}'>{overflow}</span>"
+            f" <small>{of_what}</small><br>"
+            f"{safe} "
             f"<span class='ampkit-window'>{win}</span></div>")
 
 
@@ -91,11 +99,11 @@ class VisualLossScaler(WidgetView):
 
     def __init__(self, values: torch.Tensor, fmt: str = "float16", log2_scale: int = 0):
         if not isinstance(values, torch.Tensor) or values.numel() == 0:
-            raise TypeError("values must be a non-empty tensor of gradient values (see capture_gradients)")
+            raise TypeError(tr("values must be a non-empty tensor of gradient values (see capture_gradients)"))
         self.values = values.detach().reshape(-1).float()
         self.slider = W.IntSlider(value=log2_scale, min=-8, max=40, step=1, description="log2(scale)",
                                   continuous_update=True, layout=W.Layout(width="520px"))
-        self.dtype = W.ToggleButtons(options=list(DTYPE_CHOICES), value=format_name(fmt), description="format")
+        self.dtype = W.ToggleButtons(options=list(DTYPE_CHOICES), value=format_name(fmt), description=tr("format"))
         self.readout = W.HTML()
         self.readout.add_class("ampkit-scale-readout-box")
         self.image = W.Image(format="png", width=_WIDTH_PX)
@@ -160,8 +168,9 @@ class VisualLossScaler(WidgetView):
 def replay_readout_html(r: Replay) -> str:
     """The replay's readout: skipped steps and final scale."""
     final = "0" if r.final_scale == 0 else f"2<sup>{math.log2(r.final_scale):.1f}</sup>"
-    return (f"<div class='ampkit-replay-readout'>skipped steps (overflow): <b class='ampkit-skipped'>{r.skipped}</b>"
-            f" of {len(r.scales)} · final scale {final}</div>")
+    skipped = tr("skipped steps (overflow): <b class='ampkit-skipped'>{n}</b> of {total}", n=r.skipped,
+                 total=len(r.scales))
+    return f"<div class='ampkit-replay-readout'>{skipped} · {tr('final scale {s}', s=final)}</div>"
 
 
 def _log2_text(s: float) -> str:
@@ -171,14 +180,15 @@ def _log2_text(s: float) -> str:
 def preset_readout_html(replays: dict[str, RuleReplay]) -> str:
     """One line per replayed preset: its final scale, skipped steps, overflowing updates APPLIED, run stopped."""
     if not replays:
-        return "<div class='ampkit-preset-readout'>no framework preset selected</div>"
+        return f"<div class='ampkit-preset-readout'>{tr('no framework preset selected')}</div>"
     lines = []
     for name, r in replays.items():
         colour = PRESET_STYLES[name][0]
-        stop = "" if r.stopped_at is None else f" · <b>run stopped at step {r.stopped_at}</b>"
-        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({PRESETS[name].framework}): final scale "
-                     f"{_log2_text(r.final_scale)} · skipped <span class='ampkit-preset-skipped'>{r.skipped}</span>"
-                     f" · overflow APPLIED <span class='ampkit-preset-applied'>{r.applied_overflow}</span>{stop}")
+        stop = "" if r.stopped_at is None else " · <b>" + tr("run stopped at step {step}", step=r.stopped_at) + "</b>"
+        facts = tr("final scale {s} · skipped <span class='ampkit-preset-skipped'>{skipped}</span> · overflow APPLIED "
+                   "<span class='ampkit-preset-applied'>{applied}</span>", s=_log2_text(r.final_scale),
+                   skipped=r.skipped, applied=r.applied_overflow)
+        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({PRESETS[name].framework}): {facts}{stop}")
     return "<div class='ampkit-preset-readout'>" + "<br>".join(lines) + "</div>"
 
 
@@ -201,19 +211,19 @@ class ScalerReplay(WidgetView):
                  presets: Sequence[str] = (), presets_start_at_init: bool = False):
         self.grad_max = [float(g) for g in grad_max]
         if not self.grad_max:
-            raise ValueError("grad_max must hold one gradient magnitude per step (e.g. TaskRun.grad_max)")
+            raise ValueError(tr("grad_max must hold one gradient magnitude per step (e.g. TaskRun.grad_max)"))
         self.fmt = format_name(fmt)
         self.init = W.IntSlider(value=init_log2, min=0, max=48, description="log2(init)", continuous_update=True)
-        self.interval = W.IntSlider(value=growth_interval, min=1, max=500, description="growth every",
+        self.interval = W.IntSlider(value=growth_interval, min=1, max=500, description=tr("growth every"),
                                     continuous_update=True)
-        self.backoff = W.FloatSlider(value=backoff, min=0.1, max=0.9, step=0.05, description="backoff",
+        self.backoff = W.FloatSlider(value=backoff, min=0.1, max=0.9, step=0.05, description=tr("backoff"),
                                      continuous_update=True)
-        self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description="hysteresis", continuous_update=True)
+        self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description=tr("hysteresis"), continuous_update=True)
         self.presets = W.SelectMultiple(options=[(f"{n}: {p.framework}", n) for n, p in PRESETS.items()],
-                                        value=tuple(presets), rows=7, description="presets",
+                                        value=tuple(presets), rows=7, description=tr("presets"),
                                         layout=W.Layout(width="520px"))
         self.presets.add_class("ampkit-preset-select")
-        self.start_at_init = W.Checkbox(value=presets_start_at_init, description="presets start at log2(init)",
+        self.start_at_init = W.Checkbox(value=presets_start_at_init, description=tr("presets start at log2(init)"),
                                         indent=False)
         self.start_at_init.add_class("ampkit-preset-at-init")
         self.preset_readout = W.HTML()
@@ -295,16 +305,17 @@ class ScalerReplay(WidgetView):
             if len(self._bgs) >= 64:   # bounded cache
                 self._bgs.pop(next(iter(self._bgs)))
             handles = [self._line, self._marks] + [self._preset_lines[n] for n in names]
-            labels = ["ampkit (sliders)", "its skipped steps", *names]
+            labels = [mark("ampkit (sliders)"), mark("its skipped steps"), *names]
             if names:
                 handles += [self._preset_skips, self._preset_applied]
-                labels += ["preset: step skipped", "preset: inf/NaN APPLIED"]
+                labels += [mark("preset: step skipped"), mark("preset: inf/NaN APPLIED")]
             if self._legend is not None:
                 self._legend.remove()
             self._legend = self.fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.745, 0.5),
                                            fontsize=7, frameon=False)
             canvas = self.fig.canvas
             canvas.restore_region(self._base_bg)
+            localize(self._legend)   # drawn here directly, not through the figure's draw
             self._legend.draw(canvas.get_renderer())
             self._bgs[names] = canvas.copy_from_bbox(self.fig.bbox)
         return self._bgs[names]
