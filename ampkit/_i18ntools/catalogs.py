@@ -7,6 +7,7 @@ entries are empty; entries whose English is gone are dropped.
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import os
@@ -46,7 +47,29 @@ def load(path: Path) -> polib.POFile:
     return po
 
 
-def _merge(po: polib.POFile, wanted: list[Entry], title: str) -> polib.POFile:
+BY_HAND = "by hand:"
+
+
+def code_literals(nb: dict) -> set[str]:
+    """Every string literal of a notebook's code cells (where a figure text added by hand must come from)."""
+    found = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            try:
+                tree = ast.parse("".join(cell.get("source", "")))
+            except SyntaxError:
+                continue
+            found |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return found
+
+
+def kept_by_hand(e: polib.POEntry, literals: set[str]) -> bool:
+    """A figure entry the extractor cannot see (text a figure gets through a variable or a dict key), added by a
+    translator with the translator comment ``by hand: <why>``: kept while its English is a literal of the code."""
+    return e.msgctxt == FIGURE and (e.tcomment or "").startswith(BY_HAND) and e.msgid in literals
+
+
+def _merge(po: polib.POFile, wanted: list[Entry], title: str, literals: set[str] = frozenset()) -> polib.POFile:
     old = {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
     by_cell = {e.msgctxt: e for e in old.values() if e.msgctxt not in (None, FIGURE)}
     wanted_keys = {(w.msgctxt, w.msgid) for w in wanted}
@@ -70,6 +93,9 @@ def _merge(po: polib.POFile, wanted: list[Entry], title: str) -> polib.POFile:
         if w.kind == "markdown":
             e.flags = [f for f in e.flags if f != "python-format"]
         out.append(e)
+    for e in old.values():
+        if (e.msgctxt, e.msgid) not in wanted_keys and kept_by_hand(e, literals):
+            out.append(e)
     return out
 
 
@@ -80,7 +106,7 @@ def update() -> list[Path]:
     for nb_path in english_notebooks():
         nb = json.loads(nb_path.read_text())
         path = notebook_po(nb_path)
-        po = _merge(load(path), notebook_entries(nb, nb_path.name),
+        po = _merge(load(path), notebook_entries(nb, nb_path.name), literals=code_literals(nb), title=
                     f"Simplified Chinese for notebooks/{nb_path.name} (generated: notebooks/{LANG}/{nb_path.name}).\n"
                     "msgctxt is the cell's id; 'figure' entries are figure text (kept English in the code).")
         written.append(_save(po, path))

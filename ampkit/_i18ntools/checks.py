@@ -46,7 +46,7 @@ def _tokens(text: str) -> set[str]:
         found.add(m.group(0))
     rest = _MATH.sub(" ", rest)
     for m in _LINK.finditer(rest):
-        found.add(m.group(1) or m.group(2))
+        found.add((m.group(1) or m.group(2)).rstrip(".,;:"))   # a bare URL's sentence punctuation is not part of it
     rest = _LINK.sub(" ", rest)
     found.update(_NUMBER.findall(rest))
     return found

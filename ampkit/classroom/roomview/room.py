@@ -33,7 +33,8 @@ MAX_DISTINCT = 10
 #: Bins for numbers with more distinct values than MAX_DISTINCT.
 BINS = 8
 MAX_TEXT, MAX_ANSWER_JSON = 200, 1000
-_SOLUTION = re.compile(r"^(.*\S)\s+\(solution\)$")
+# the Chinese edition's checks say "练习 1（答案）" (or "练习 1 (答案)")
+_SOLUTION = re.compile(r"^(.*?\S)\s*(?:\s\(solution\)|（答案）|\s?\(答案\))$")
 _FIELDS = {"cell": {"v", "user", "kind", "notebook", "error", "at"},
            "check": {"v", "user", "kind", "notebook", "exercise", "answer", "correct", "at"}}
 
@@ -80,7 +81,11 @@ def parse_report(report) -> dict:
 
 
 def split_solution(exercise: str) -> tuple[str, bool]:
-    """``"exercise 1 (solution)"`` -> ``("exercise 1", True)``; ``"exercise 1"`` -> ``("exercise 1", False)``."""
+    """``"exercise 1 (solution)"`` -> ``("exercise 1", True)``; ``"exercise 1"`` -> ``("exercise 1", False)``.
+
+    >>> split_solution("练习 1（答案）"), split_solution("exercise 2 (solution)"), split_solution("练习 3")
+    (('练习 1', True), ('exercise 2', True), ('练习 3', False))
+    """
     m = _SOLUTION.match(exercise)
     return (m.group(1), True) if m else (exercise, False)
 
