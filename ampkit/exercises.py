@@ -57,14 +57,14 @@ def check(exercise: str, answer: Any, expected: Any, *, rel_tol: float = 0.0, ab
     Numbers compare with ``math.isclose(rel_tol, abs_tol)``; sets ignore order; strings ignore case.
     """
     if answer is ...:
-        print(tr("✏️ {exercise}: not answered yet — replace the `...` with your answer and run the cell again.",
-                 exercise=exercise))
+        print(tr("✏️ {name}: not answered yet — replace the `...` with your answer and run the cell again.",
+                 name=exercise))
         return False
     correct = _same(answer, expected, rel_tol, abs_tol)
     if correct:
-        print(tr("✅ {exercise}: correct.", exercise=exercise))
+        print(tr("✅ {name}: correct.", name=exercise))
     else:
-        print(tr("❌ {exercise}: not yet — your answer was {answer!r}.", exercise=exercise, answer=answer)
+        print(tr("❌ {name}: not yet — your answer was {answer!r}.", name=exercise, answer=answer)
               + (tr(" Hint: {hint}", hint=hint) if hint else ""))
     _report(exercise, answer, correct)
     return correct

@@ -25,6 +25,7 @@ from torch import nn
 from ampkit.device import speed_words
 from ampkit.dtypes import short_name
 from ampkit.formats import resolve_format
+from ampkit.i18n import tr
 
 __all__ = ["LEVELS", "LEVEL_MAP", "NORM_TYPES", "resolve_level", "level_map_rows", "level_label", "speed_phrase"]
 
@@ -81,12 +82,13 @@ def resolve_level(level: str) -> str:
         return level.upper()
     hint = ""
     if isinstance(level, str) and level.strip().upper() in LEVELS:
-        hint = " (no surrounding spaces)"
+        hint = tr(" (no surrounding spaces)")
     elif isinstance(level, str) and level.strip() in ("00", "01", "02", "03"):
-        hint = " (the letter O, not the digit zero)"
+        hint = tr(" (the letter O, not the digit zero)")
     elif isinstance(level, int) and not isinstance(level, bool) and 0 <= level <= 3:
-        hint = f" (a string such as 'O{level}', not the int {level})"
-    raise ValueError(f"level must be one of {valid} (lower-case o0-o3 also accepted); got {level!r}{hint}")
+        hint = tr(" (a string such as 'O{level}', not the int {level})", level=level)
+    raise ValueError(tr("level must be one of {valid} (lower-case o0-o3 also accepted); got {level!r}{hint}",
+                        valid=valid, level=level, hint=hint))
 
 
 def level_map_rows() -> list[dict[str, str]]:
@@ -121,8 +123,8 @@ def speed_phrase(time_s: float, ref_s: float, ref: str = "O0") -> str:
     ('2.2x faster than O0', '1.8x slower than O0', 'about as fast as O0', '50x slower than O0')
     """
     if not (isinstance(time_s, (int, float)) and isinstance(ref_s, (int, float))) or not (time_s > 0 and ref_s > 0):
-        raise ValueError(f"times must be positive numbers of seconds; got {time_s!r} and {ref_s!r}")
+        raise ValueError(tr("times must be positive numbers of seconds; got {a!r} and {b!r}", a=time_s, b=ref_s))
     ratio = ref_s / time_s
     if 1 / 1.05 < ratio < 1.05:
-        return f"about as fast as {ref}"
-    return f"{speed_words(ratio)} than {ref}"
+        return tr("about as fast as {ref}", ref=ref)
+    return tr("{speed} than {reference}", speed=speed_words(ratio), reference=ref)

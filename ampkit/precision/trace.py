@@ -20,6 +20,7 @@ from torch import nn
 
 from ampkit._util import first_tensor
 from ampkit.dtypes import short_name
+from ampkit.i18n import tr
 from ampkit.precision.levels import NORM_TYPES
 from ampkit.precision.mixed import LEVEL_ATTR, MixedPrecision, apply_level
 
@@ -76,14 +77,14 @@ def _leveled_copy(model: nn.Module | MixedPrecision, level: str, dtype: str | to
 def _note(mp: MixedPrecision, module: nn.Module, i, o, pdt) -> str:
     """Why this layer's dtypes are what they are, where the level explains it."""
     if mp.level == "O2" and isinstance(module, NORM_TYPES):
-        return f"kept fp32 (input cast up, output cast back to {short_name(mp.dtype)})"
+        return tr("kept fp32 (input cast up, output cast back to {dtype})", dtype=short_name(mp.dtype))
     if mp.level == "O1" and not any(True for _ in module.children()):
         if o == mp.dtype and isinstance(module, _LOWERED_MODULES):
-            return "autocast lowers this op"
+            return tr("autocast lowers this op")
         if i == mp.dtype and o == torch.float32:
-            return "autocast casts this op up to fp32"
+            return tr("autocast casts this op up to fp32")
         if i == mp.dtype and o == mp.dtype and pdt == torch.float32:
-            return f"not on this device's fp32 list: runs in the {short_name(mp.dtype)} it receives"
+            return tr("not on this device's fp32 list: runs in the {dtype} it receives", dtype=short_name(mp.dtype))
     return ""
 
 
@@ -139,7 +140,7 @@ def trace_dtypes(model: nn.Module | MixedPrecision, x: torch.Tensor, level: str 
     # What the loss sees: MixedPrecision.forward casts the model's output to fp32 (as Apex O2/O3 and MindSpore
     # O2/O3 do), so the last row is that cast, after the model's own output.
     model_out, loss_in = records.get("(model)", {}).get("out"), first_dtype(returned)
-    note = ("cast to fp32 for the loss" if model_out != loss_in else "already fp32: no cast")
+    note = (tr("cast to fp32 for the loss") if model_out != loss_in else tr("already fp32: no cast"))
     rows.append(LayerTrace("(to loss)", "MixedPrecision.forward", None, model_out, loss_in, 0, note))
     return rows
 

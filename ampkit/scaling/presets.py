@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ampkit._util import check_int
+from ampkit.i18n import tr
 from ampkit.scaling.framework_rules import (
     ApexDynamicRule,
     DeepSpeedDynamicRule,
@@ -67,8 +68,8 @@ class Preset:
         valid = self.arguments()
         bad = sorted(set(kwargs) - set(valid))
         if bad:
-            raise TypeError(f"{self.framework} has no argument {', '.join(map(repr, bad))}; "
-                            f"its arguments are: {', '.join(valid)}")
+            raise TypeError(tr("{framework} has no argument {bad}; its arguments are: {valid}",
+                               framework=self.framework, bad=", ".join(map(repr, bad)), valid=", ".join(valid)))
         return self.build(**{**self.fixed, **kwargs})
 
     def with_log2_init(self, k: int) -> dict[str, Any]:
@@ -140,9 +141,10 @@ def preset_names() -> list[str]:
 
 def _get(name: str) -> Preset:
     if not isinstance(name, str):
-        raise TypeError(f"preset name must be a string, one of: {', '.join(PRESETS)}; got {type(name).__name__}")
+        raise TypeError(tr("preset name must be a string, one of: {names}; got {type}", names=", ".join(PRESETS),
+                           type=type(name).__name__))
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; the presets are: {', '.join(PRESETS)}")
+        raise ValueError(tr("unknown preset {name!r}; the presets are: {names}", name=name, names=", ".join(PRESETS)))
     return PRESETS[name]
 
 

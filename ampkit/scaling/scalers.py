@@ -49,6 +49,7 @@ import torch
 from torch.cuda.amp.common import amp_definitely_not_available
 
 from ampkit._util import check_int, check_positive_finite
+from ampkit.i18n import tr
 from ampkit.scaling.base import ScalerBase
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState, check_backoff_factor, check_growth_factor, f32
 from ampkit.scaling.protocol import ScalerStateError
@@ -62,13 +63,15 @@ def _device_type(device: Any) -> str | None:
     if device is None or isinstance(device, torch.device):
         return None if device is None else device.type
     if not isinstance(device, str):
-        hint = f"; to set the initial scale write init_scale={device!r}" if isinstance(device, (int, float)) else ""
-        raise TypeError(f"the first argument is the device type, as in torch.amp.GradScaler('cpu') ('cpu', 'cuda', "
-                        f"or None: wherever the loss is); got {type(device).__name__} {device!r}{hint}")
+        hint = (tr("; to set the initial scale write init_scale={device!r}", device=device)
+                if isinstance(device, (int, float)) else "")
+        raise TypeError(tr("the first argument is the device type, as in torch.amp.GradScaler('cpu') ('cpu', 'cuda', "
+                           "or None: wherever the loss is); got {type} {device!r}{hint}", type=type(device).__name__,
+                           device=device, hint=hint))
     try:
         return torch.device(device).type
     except RuntimeError as err:
-        raise ValueError(f"device must be a device type such as 'cpu' or 'cuda'; got {device!r}") from err
+        raise ValueError(tr("device must be a device type such as 'cpu' or 'cuda'; got {device!r}", device=device)) from err
 
 
 class NoLossScaler(ScalerBase):

@@ -118,10 +118,13 @@ def report_figure(report: DoctorReport):
     ev = report.evidence
     state = mark("with the fix") if report.fixed else mark("as reported")
     if ev.get("kind") == "headroom":
-        return headroom_figure(ev["names"], {ev["dtype"]: ev["bits"]},
-                               f"{report.scenario} ({state}): {ev['dtype']} headroom per module", ev.get("kinds"))
+        fig = headroom_figure(ev["names"], {ev["dtype"]: ev["bits"]}, None, ev.get("kinds"))
+        fig.axes[0].set_title(f"{report.scenario} ({state}): {ev['dtype']} headroom per module")
+        return fig
     if ev.get("kind") == "scales":
-        return scales_figure({mark("loss scale"): ev}, f"{report.scenario} ({state}): loss scale per step")
+        fig = scales_figure({mark("loss scale"): ev})
+        fig.axes[0].set_title(f"{report.scenario} ({state}): loss scale per step")
+        return fig
     fig = new_figure(7.5, 3.4)
     ax = fig.add_subplot()
     losses = ev.get("losses", [])

@@ -14,6 +14,7 @@ import math
 import ipywidgets as W
 import torch
 
+from ampkit.i18n import tr
 from ampkit.lessons.transformers import DTYPES, AttentionOverflow, attention_overflow
 from ampkit.widgets.style import (
     BAND_COLOURS,
@@ -44,14 +45,16 @@ def readout_html(results: list[AttentionOverflow]) -> str:
     """The readout under the sliders: per format, the largest logit (or inf) and the share of NaN rows."""
     first = results[0]
     spread = first.act_scale ** 2 * math.sqrt(first.head_dim)
-    where = "on q, before the matmul" if first.scale_at == "q" else "on the logits, after the matmul"
+    where = tr("on q, before the matmul") if first.scale_at == "q" else tr("on the logits, after the matmul")
     cells = []
     for r in results:
         colour = STATUS_COLOURS["bad"] if r.nan_rows else STATUS_COLOURS["good"]
-        cells.append(f"<span class='ampkit-attn-{r.dtype}' style='color:{colour}'><b>{r.dtype}</b>: largest matmul "
-                     f"output {_product_text(r)}, NaN rows {100 * r.nan_rows:.0f} %</span>")
-    return (f"<div class='ampkit-attn-readout'>activation scale {first.act_scale:.3g}, head size {first.head_dim}, "
-            f"1/√d {where}; a q·k product spreads about s²·√d = {spread:.3g}<br>" + " · ".join(cells) + "</div>")
+        facts = tr("largest matmul output {largest}, NaN rows {pct:.0f} %", largest=_product_text(r),
+                   pct=100 * r.nan_rows)
+        cells.append(f"<span class='ampkit-attn-{r.dtype}' style='color:{colour}'><b>{r.dtype}</b>: {facts}</span>")
+    head = tr("activation scale {s:.3g}, head size {d}, 1/√d {where}; a q·k product spreads about s²·√d = {spread:.3g}",
+              s=first.act_scale, d=first.head_dim, where=where, spread=spread)
+    return f"<div class='ampkit-attn-readout'>{head}<br>" + " · ".join(cells) + "</div>"
 
 
 class AttentionOverflowView(WidgetView):
@@ -63,14 +66,15 @@ class AttentionOverflowView(WidgetView):
 
     def __init__(self, act_scale: float = 8.0, head_dim: int = 64, scale_at: str = "logits", tokens: int = 64):
         if head_dim not in HEAD_SIZES:
-            raise ValueError(f"head_dim must be one of {', '.join(map(str, HEAD_SIZES))}; got {head_dim!r}")
+            raise ValueError(tr("head_dim must be one of {choices}; got {value!r}", choices=", ".join(map(str, HEAD_SIZES)),
+                                value=head_dim))
         self.tokens = tokens
-        self.scale = W.FloatLogSlider(value=act_scale, base=2, min=0, max=9, step=0.25, description="act. scale",
+        self.scale = W.FloatLogSlider(value=act_scale, base=2, min=0, max=9, step=0.25, description=tr("act. scale"),
                                       readout_format=".3g", continuous_update=True, layout=W.Layout(width="480px"))
-        self.head = W.SelectionSlider(options=list(HEAD_SIZES), value=head_dim, description="head size",
+        self.head = W.SelectionSlider(options=list(HEAD_SIZES), value=head_dim, description=tr("head size"),
                                       continuous_update=True, layout=W.Layout(width="480px"))
-        self.where = W.ToggleButtons(options=[("1/√d on the logits", "logits"), ("1/√d on q", "q")],
-                                     value=scale_at, description="scale at")
+        self.where = W.ToggleButtons(options=[(tr("1/√d on the logits"), "logits"), (tr("1/√d on q"), "q")],
+                                     value=scale_at, description=tr("scale at"))
         self.where.add_class("ampkit-attn-where")
         self.image = W.Image(format="png", width=_WIDTH_PX)
         self.image.add_class("ampkit-attn-plot")

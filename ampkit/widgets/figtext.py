@@ -92,12 +92,16 @@ def _templates(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]
 @lru_cache(maxsize=4096)
 def _translate(text: str, lang: str) -> str | None:
     exact, shaped = _templates(lang)
-    lines = text.split("\n")
-    if len(lines) > 1:   # a multi-line text: each line on its own
-        done = [_translate(line, lang) for line in lines]
-        return None if all(d is None for d in done) else "\n".join(d or line for d, line in zip(done, lines))
     if text in exact:
         return exact[text]
+    lines = text.split("\n")
+    if len(lines) > 1:   # a multi-line text: a multi-line template as a whole, else each line on its own
+        for pattern, value in shaped:
+            m = pattern.match(text) if "\n" in pattern.pattern else None
+            if m:
+                return value.format(*(_translate(g, lang) or g for g in m.groups()))
+        done = [_translate(line, lang) for line in lines]
+        return None if all(d is None for d in done) else "\n".join(d or line for d, line in zip(done, lines))
     for pattern, value in shaped:
         m = pattern.match(text)
         if m:

@@ -22,6 +22,7 @@ from functools import partial
 import ipywidgets as W
 
 from ampkit.formats import FORMATS, Decomposition, decompose, explain, format_name, info, parse_value, toggle_bit
+from ampkit.i18n import mark, tr
 from ampkit.widgets.range_map import RangeMap, format_label
 from ampkit.widgets.style import WidgetView
 
@@ -85,15 +86,15 @@ def _formula_html(d: Decomposition) -> str:
 
 def summary_table_html(state: dict[str, Decomposition]) -> str:
     """One table row per format: stored value, kind, what happened, errors, ulp and the two neighbours."""
-    head = ("<tr><th>format</th><th>stored value</th><th>kind</th><th>what happened</th><th>abs error</th>"
-            "<th>rel error</th><th>ulp</th><th>previous</th><th>next</th></tr>")
+    head = tr("<tr><th>format</th><th>stored value</th><th>kind</th><th>what happened</th><th>abs error</th>"
+              "<th>rel error</th><th>ulp</th><th>previous</th><th>next</th></tr>")
     rows = []
     for name, d in state.items():
         colour = _KIND_COLOURS.get(d.verdict, "#57606a")
         rows.append(
             f"<tr class='ampkit-row-{name}'><td><b>{format_label(name)}</b></td>"
-            f"<td class='ampkit-stored'><code>{_num(d.stored)}</code></td><td>{d.kind}</td>"
-            f"<td style='color:{colour}'><b>{html.escape(d.verdict)}</b></td>"
+            f"<td class='ampkit-stored'><code>{_num(d.stored)}</code></td><td>{tr(d.kind)}</td>"
+            f"<td style='color:{colour}'><b>{html.escape(tr(d.verdict))}</b></td>"
             f"<td>{_num(d.abs_error, True)}</td><td>{_num(d.rel_error, True)}</td><td>{_num(d.ulp, True)}</td>"
             f"<td><code>{_num(d.prev)}</code></td><td><code>{_num(d.next)}</code></td></tr>"
         )
@@ -104,7 +105,7 @@ def _message_html(notes: list[str], error: str | None = None) -> str:
     if error:
         return f"<div class='ampkit-error' style='color:#cf222e'>⚠️ {html.escape(error)}</div>"
     if not notes:
-        return "<div class='ampkit-note' style='color:#57606a'>Every format just rounds this value.</div>"
+        return f"<div class='ampkit-note' style='color:#57606a'>{tr('Every format just rounds this value.')}</div>"
     items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
     return f"<ul class='ampkit-note' style='margin:2px 0'>{items}</ul>"
 
@@ -131,7 +132,7 @@ class FloatExplorer(WidgetView):
         self.error: str | None = None
         self.state: dict[str, Decomposition] = {}
         self._syncing = False
-        self.text = W.Text(value=_num(self.value), description="value", continuous_update=False,
+        self.text = W.Text(value=_num(self.value), description=tr("value"), continuous_update=False,
                            placeholder="0.1, 1e-8, 2^-24, -0, inf, nan", layout=W.Layout(width="300px"))
         self.text.add_class("ampkit-explorer-text")
         self.slider = W.FloatLogSlider(value=abs(self.value) if self.value else 1.0, base=2, min=-150, max=129,
@@ -147,10 +148,11 @@ class FloatExplorer(WidgetView):
         rows = []
         for name in self.fmts:
             i = info(name)
-            fields = ["sign"] + ["exponent"] * i.exponent_bits + ["mantissa"] * i.mantissa_bits
+            fields = [mark("sign")] + [mark("exponent")] * i.exponent_bits + [mark("mantissa")] * i.mantissa_bits
             buttons, hits = [], []
             for pos, field in enumerate(fields):
-                b = W.Button(description="", tooltip=f"{name} bit {pos} ({field}): click to flip",
+                b = W.Button(description="", tooltip=tr("{fmt} bit {pos} ({field}): click to flip", fmt=name, pos=pos,
+                                                         field=tr(field)),
                              layout=W.Layout(width=f"{BIT_PX}px", height="24px", padding="0", margin="0"))
                 b.add_class("ampkit-bit")
                 b.on_click(partial(self._on_bit, name, pos))
@@ -171,9 +173,9 @@ class FloatExplorer(WidgetView):
         self.range_map = RangeMap(self.fmts, value=self.value) if show_map else None
         self.text.observe(self._on_text, names="value")
         self.slider.observe(self._on_slider, names="value")
-        legend = W.HTML(_BIT_CSS + "<span style='font-size:90%'>bits: <b style='color:#cf222e'>sign</b> · "
-                        "<b style='color:#0969da'>exponent</b> · <b style='color:#1a7f37'>mantissa</b> "
-                        "(click a bit to flip it)</span>")
+        legend = W.HTML(_BIT_CSS + "<span style='font-size:90%'>"
+                        + tr("bits: <b style='color:#cf222e'>sign</b> · <b style='color:#0969da'>exponent</b> · "
+                             "<b style='color:#1a7f37'>mantissa</b> (click a bit to flip it)") + "</span>")
         parts = [W.HBox([self.text, legend]), self.slider, *rows, self.table, self.message]
         if self.range_map is not None:
             parts.append(self.range_map.widget)

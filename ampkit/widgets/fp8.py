@@ -15,6 +15,7 @@ import ipywidgets as W
 import torch
 
 from ampkit.fp8 import ALGOS, current_scales, delayed_scales, fp8_max, fp8_min_subnormal
+from ampkit.i18n import tr
 from ampkit.lessons.fp8_scaling import AmaxRecording, flush_per_step, record_amax_run, saturation_per_step
 from ampkit.widgets.style import (
     BAND_COLOURS,
@@ -63,7 +64,8 @@ class ExplorerState:
 def explorer_state(rec: AmaxRecording, tensor: str, history_len: int, algo: str, margin: int) -> ExplorerState:
     """Compute one setting's per-step numbers (vectorised: one sliding max, two searchsorted calls per scheme)."""
     if tensor not in rec.amax:
-        raise ValueError(f"tensor must be one of {', '.join(map(repr, rec.amax))}; got {tensor!r}")
+        raise ValueError(tr("tensor must be one of {choices}; got {value!r}", choices=", ".join(map(repr, rec.amax)),
+                            value=tensor))
     fmt, amax, vals = rec.formats[tensor], rec.amax[tensor], rec.values[tensor]
     ds = delayed_scales(amax, fmt, history_len, algo, margin)
     cs = current_scales(amax, fmt, margin)
@@ -83,14 +85,19 @@ def _pct(x: float) -> str:
 def readout_html(s: ExplorerState) -> str:
     """The saturation readout: delayed vs just-in-time, steps that saturated, the worst one, mean flushed."""
     bad = STATUS_COLOURS["bad"] if s.saturating_steps else STATUS_COLOURS["good"]
-    worst = (f"worst step {s.worst_step}: <b>{_pct(float(s.delayed_saturated[s.worst_step]))}</b> of its values "
-             "saturated" if s.saturating_steps else "no step saturates")
-    return (f"<div class='ampkit-fp8-readout'><b>{s.tensor} in {s.fmt}</b> · delayed scaling, history {s.history_len}, "
-            f"<code>{s.algo}</code>, margin {s.margin}: <span class='ampkit-fp8-saturated' style='color:{bad}'>"
-            f"saturated at {s.saturating_steps} of {len(s.amax)} steps</span> ({worst}); flushed to zero on average "
+    worst = (tr("worst step {step}: <b>{pct}</b> of its values saturated", step=s.worst_step,
+                pct=_pct(float(s.delayed_saturated[s.worst_step]))) if s.saturating_steps
+             else tr("no step saturates"))
+    head = tr("<b>{tensor} in {fmt}</b> · delayed scaling, history {history}, <code>{algo}</code>, margin {margin}:",
+              tensor=s.tensor, fmt=s.fmt, history=s.history_len, algo=s.algo, margin=s.margin)
+    saturated = tr("saturated at {n} of {total} steps", n=s.saturating_steps, total=len(s.amax))
+    flushed = tr("({worst}); flushed to zero on average", worst=worst)
+    jit = tr("just-in-time scaling: saturated at {n} steps; flushed on average {pct}.",
+             n=int((s.current_saturated > 0).sum()), pct=_pct(float(s.current_flushed.mean())))
+    return (f"<div class='ampkit-fp8-readout'>{head} <span class='ampkit-fp8-saturated' style='color:{bad}'>"
+            f"{saturated}</span> {flushed} "
             f"<span class='ampkit-fp8-flushed'>{_pct(float(s.delayed_flushed.mean()))}</span>.<br>"
-            f"just-in-time scaling: saturated at {int((s.current_saturated > 0).sum())} steps; flushed on average "
-            f"{_pct(float(s.current_flushed.mean()))}.</div>")
+            f"{jit}</div>")
 
 
 class AmaxHistoryExplorer(WidgetView):
@@ -104,12 +111,12 @@ class AmaxHistoryExplorer(WidgetView):
                  algo: str = "max", tensor: str = "activation"):
         self.rec = recording if recording is not None else record_amax_run()
         steps = self.rec.steps
-        self.history = W.IntSlider(value=history_len, min=1, max=steps, description="history", continuous_update=True,
+        self.history = W.IntSlider(value=history_len, min=1, max=steps, description=tr("history"), continuous_update=True,
                                    layout=W.Layout(width="480px"))
-        self.margin = W.IntSlider(value=margin, min=0, max=8, description="margin", continuous_update=True,
+        self.margin = W.IntSlider(value=margin, min=0, max=8, description=tr("margin"), continuous_update=True,
                                   layout=W.Layout(width="480px"))
-        self.algo = W.ToggleButtons(options=list(ALGOS), value=algo, description="algorithm")
-        self.tensor = W.ToggleButtons(options=list(self.rec.amax), value=tensor, description="tensor")
+        self.algo = W.ToggleButtons(options=list(ALGOS), value=algo, description=tr("algorithm"))
+        self.tensor = W.ToggleButtons(options=list(self.rec.amax), value=tensor, description=tr("tensor"))
         self.image = W.Image(format="png", width=_WIDTH_PX)
         self.image.add_class("ampkit-fp8-plot")
         self.readout = W.HTML()

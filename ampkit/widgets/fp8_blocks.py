@@ -32,6 +32,7 @@ from ampkit.fp8.compare import (
     tile_label,
 )
 from ampkit.fp8.mx import ROUNDINGS
+from ampkit.i18n import mark, tr
 from ampkit.fp8.tiles import BLOCK_128X128, TILE_1X128
 from ampkit.widgets.style import (
     BAND_COLOURS,
@@ -48,13 +49,13 @@ __all__ = ["BlockScalingExplorer", "blocks_readout_html", "ROUNDING_LABELS", "SC
 
 _WIDTH_IN, _HEIGHT_IN = 7.5, 5.6
 _WIDTH_PX = int(_WIDTH_IN * DPI)
-ROUNDING_LABELS = {"ocp": "OCP floor", "te": "TE round-up", "power-of-two": "fp32 scale rounded down to a power of two",
-                   "fp32": "exact fp32 scale"}
+ROUNDING_LABELS = {"ocp": mark("OCP floor"), "te": mark("TE round-up"),
+                   "power-of-two": mark("fp32 scale rounded down to a power of two"), "fp32": mark("exact fp32 scale")}
 #: The schemes of the lower panel: value -> (button label, tile or None for MX).
 SCHEMES: dict[str, tuple[str, tuple[int, int] | None]] = {
-    "mx": ("MX: E8M0 scale per block", None),
-    "1x128": ("1×128 tiles, fp32 scale", TILE_1X128),
-    "128x128": ("128×128 blocks, fp32 scale", BLOCK_128X128),
+    "mx": (mark("MX: E8M0 scale per block"), None),
+    "1x128": (mark("1×128 tiles, fp32 scale"), TILE_1X128),
+    "128x128": (mark("128×128 blocks, fp32 scale"), BLOCK_128X128),
 }
 _EDGE = "#24292f"   # block edges: dark on the colour map's greens and yellows
 
@@ -84,8 +85,8 @@ def blocks_readout_html(tensor: BlockStats, block: BlockStats) -> str:
     n = tensor.rel_error.numel()
 
     def row(s: BlockStats, cls: str) -> str:
-        return (f"<tr class='{cls}'><td><b>{_block_label(s)}</b> ({s.n_blocks} scale"
-                f"{'s' if s.n_blocks != 1 else ''})</td>"
+        scales = tr("({n} scales)", n=s.n_blocks) if s.n_blocks != 1 else tr("({n} scale)", n=s.n_blocks)
+        return (f"<tr class='{cls}'><td><b>{_block_label(s)}</b> {scales}</td>"
                 f"<td class='ampkit-fp8-n-flushed' style='color:{BAND_COLOURS['flushed']}'>{s.n_flushed}</td>"
                 f"<td class='ampkit-fp8-n-saturated' style='color:{BAND_COLOURS['overflow']}'>{s.n_saturated}</td>"
                 f"<td class='ampkit-fp8-n-kept'>{s.n_kept}</td>"
@@ -93,17 +94,18 @@ def blocks_readout_html(tensor: BlockStats, block: BlockStats) -> str:
 
     ratio = tensor.mean_rel_error / max(block.mean_rel_error, 1e-30)
     better = ratio >= 1.05
-    verdict = ("same scaling on both rows" if block.block == PER_TENSOR else
-               f"mean relative error {ratio:.1f}x smaller with blocks" if better else
-               "about the same error either way" if ratio > 0.95 else
-               f"mean relative error {1 / ratio:.1f}x larger with blocks")
+    verdict = (tr("same scaling on both rows") if block.block == PER_TENSOR else
+               tr("mean relative error {x:.1f}x smaller with blocks", x=ratio) if better else
+               tr("about the same error either way") if ratio > 0.95 else
+               tr("mean relative error {x:.1f}x larger with blocks", x=1 / ratio))
     colour = STATUS_COLOURS["good"] if better else STATUS_COLOURS["neutral"]
-    rule = (f"{ROUNDING_LABELS[tensor.rounding]} scale rule" if tensor.scheme == "mx"
-            else ROUNDING_LABELS[tensor.rounding])
-    return (f"<div class='ampkit-fp8-blocks-readout'><b>{tensor.fmt}, {rule}</b>, {n} values:"
+    rule = (tr("{rule} scale rule", rule=tr(ROUNDING_LABELS[tensor.rounding])) if tensor.scheme == "mx"
+            else tr(ROUNDING_LABELS[tensor.rounding]))
+    head = tr("<b>{fmt}, {rule}</b>, {n} values:", fmt=tensor.fmt, rule=rule, n=n)
+    columns = tr("<tr><th></th><th>flushed to 0</th><th>saturated</th><th>kept</th><th>mean relative error</th></tr>")
+    return (f"<div class='ampkit-fp8-blocks-readout'>{head}"
             "<table style='border-spacing:14px 2px'>"
-            "<tr><th></th><th>flushed to 0</th><th>saturated</th><th>kept</th>"
-            f"<th>mean relative error</th></tr>{row(tensor, 'ampkit-fp8-row-tensor')}"
+            f"{columns}{row(tensor, 'ampkit-fp8-row-tensor')}"
             f"{row(block, 'ampkit-fp8-row-block')}</table>"
             f"<span style='color:{colour}'>{verdict}</span></div>")
 
@@ -119,25 +121,26 @@ class BlockScalingExplorer(WidgetView):
                  rounding: str = "ocp", scheme: str = "mx", power_of_two: bool = True):
         self.x = outlier_tensor(128, 256) if x is None else x
         if not isinstance(self.x, torch.Tensor) or self.x.dim() != 2:
-            raise TypeError("x must be a 2-D tensor (rows × values); the error map is an image")
+            raise TypeError(tr("x must be a 2-D tensor (rows × values); the error map is an image"))
         choices, schemes = block_choices(self.x.shape[-1]), scheme_choices(tuple(self.x.shape))
         if block not in choices:
-            raise ValueError(f"block must be one of {', '.join(map(repr, choices))}; got {block!r}")
+            raise ValueError(tr("block must be one of {choices}; got {value!r}", choices=", ".join(map(repr, choices)),
+                                value=block))
         if scheme not in schemes:
-            raise ValueError(f"scheme must be one of {', '.join(map(repr, schemes))} for a tensor of shape "
-                             f"{tuple(self.x.shape)}; got {scheme!r}")
+            raise ValueError(tr("scheme must be one of {choices} for a tensor of shape {shape}; got {value!r}",
+                                choices=", ".join(map(repr, schemes)), shape=tuple(self.x.shape), value=scheme))
         if not isinstance(power_of_two, bool):
-            raise TypeError(f"power_of_two must be True or False; got {power_of_two!r}")
+            raise TypeError(tr("power_of_two must be True or False; got {value!r}", value=power_of_two))
         compare_blocks(self.x, fmt, block, rounding)   # validates x, fmt and rounding before any widget is built
-        self.scheme = W.ToggleButtons(options=[(SCHEMES[k][0], k) for k in schemes], value=scheme,
-                                      description="scheme")
+        self.scheme = W.ToggleButtons(options=[(tr(SCHEMES[k][0]), k) for k in schemes], value=scheme,
+                                      description=tr("scheme"))
         self.scheme.add_class("ampkit-fp8-scheme")
-        self.block = W.ToggleButtons(options=[(str(c), c) for c in choices], value=block, description="block size")
+        self.block = W.ToggleButtons(options=[(str(c), c) for c in choices], value=block, description=tr("block size"))
         self.block.add_class("ampkit-fp8-block-size")
-        self.fmt = W.ToggleButtons(options=["e4m3", "e5m2"], value=fmt, description="format")
-        self.rounding = W.ToggleButtons(options=[(ROUNDING_LABELS[r], r) for r in ROUNDINGS], value=rounding,
-                                        description="scale rule")
-        self.pow2 = W.Checkbox(value=power_of_two, description="fp32 scale rounded down to a power of two (TE default)",
+        self.fmt = W.ToggleButtons(options=["e4m3", "e5m2"], value=fmt, description=tr("format"))
+        self.rounding = W.ToggleButtons(options=[(tr(ROUNDING_LABELS[r]), r) for r in ROUNDINGS], value=rounding,
+                                        description=tr("scale rule"))
+        self.pow2 = W.Checkbox(value=power_of_two, description=tr("fp32 scale rounded down to a power of two (TE default)"),
                                indent=False, layout=W.Layout(width="auto"))
         self.pow2.add_class("ampkit-fp8-pow2")
         self.image = W.Image(format="png", width=_WIDTH_PX)

@@ -15,6 +15,7 @@ import ipywidgets as W
 
 from ampkit.device import autocast_dtypes, device_report
 from ampkit.dtypes import short_name
+from ampkit.i18n import mark, tr
 from ampkit.lessons.autocast_and_levels import LevelRun, LevelRunCache
 from ampkit.precision import LEVELS, LayerTrace, resolve_level, speed_phrase
 from ampkit.widgets.style import (
@@ -39,16 +40,17 @@ def dtype_table_html(trace: list[LayerTrace], level: str, dtype: str) -> str:
         colour = DTYPE_COLOURS.get(s)
         return f"<td style='color:{colour}'><b>{s}</b></td>" if colour else f"<td>{html.escape(s)}</td>"
 
-    head = "".join(f"<th>{h}</th>" for h in ("layer", "type", "params", "input", "output", "note"))
+    head = "".join(f"<th>{tr(h)}</th>" for h in (mark("layer"), mark("type"), mark("params"), mark("input"),
+                                                  mark("output"), mark("note")))
     body = []
     for t in trace:
         r = t.as_row()
         body.append(f"<tr><td><code>{html.escape(r['layer'])}</code></td><td>{r['type']}</td>"
-                    f"{cell(r['params'])}{cell(r['input'])}{cell(r['output'])}<td>{html.escape(r['note'])}</td></tr>")
-    what = ("fp32 only (the low-dtype toggle does not apply)" if level == "O0"
+                    f"{cell(r['params'])}{cell(r['input'])}{cell(r['output'])}<td>{html.escape(tr(r['note']))}</td></tr>")
+    what = (tr("fp32 only (the low-dtype toggle does not apply)") if level == "O0"
             else short_name(dtype))
-    return (f"<div class='ampkit-precision-table'><p><b>{level}</b> with {what}: "
-            f"dtypes per layer in one forward pass</p><table>{head}{''.join(body)}</table></div>")
+    caption = tr("<b>{level}</b> with {what}: dtypes per layer in one forward pass", level=level, what=what)
+    return (f"<div class='ampkit-precision-table'><p>{caption}</p><table>{head}{''.join(body)}</table></div>")
 
 
 def _fmt_bytes(n: int) -> str:
@@ -59,21 +61,22 @@ def summary_html(run: LevelRun, ref: LevelRun) -> str:
     """One line per measured fact of ``run`` next to the O0 reference ``ref``: step time, memory, final loss."""
     mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
     loss, loss0 = run.history.final_loss(), ref.history.final_loss()
-    verdict = (f"<b style='color:{STATUS_COLOURS['bad']}'>diverged (inf/NaN loss)</b>" if run.history.diverged
-               else f"{loss:.4f} (O0: {loss0:.4f})")
+    verdict = (f"<b style='color:{STATUS_COLOURS['bad']}'>{tr('diverged (inf/NaN loss)')}</b>"
+               if run.history.diverged else f"{loss:.4f} (O0: {loss0:.4f})")
     if run.level == "O0":
-        speed = f"<b>{run.step_time * 1e3:.2f} ms</b> (this is the reference)"
+        speed = tr("<b>{ms:.2f} ms</b> (this is the reference)", ms=run.step_time * 1e3)
     elif run.step_time > 0 and ref.step_time > 0:
         speed = (f"<b>{run.step_time * 1e3:.2f} ms</b> vs O0 {ref.step_time * 1e3:.2f} ms: "
                  f"<b>{speed_phrase(run.step_time, ref.step_time)}</b>")
     else:
-        speed = "not measured"
+        speed = tr("not measured")
     parts = [
-        f"<li>step time (median, measured here; noisy on a busy machine): {speed}</li>",
-        f"<li>training memory (weights + grads + optimizer state + masters, from the tensors): "
-        f"<b>{_fmt_bytes(mem['total'])}</b> vs O0 {_fmt_bytes(mem0['total'])} "
-        f"(weights {_fmt_bytes(mem['weights'])}, masters {_fmt_bytes(mem['master weights'])})</li>",
-        f"<li>final loss (mean of last 10 steps): {verdict}</li>",
+        "<li>" + tr("step time (median, measured here; noisy on a busy machine): {speed}", speed=speed) + "</li>",
+        "<li>" + tr("training memory (weights + grads + optimizer state + masters, from the tensors): "
+                    "<b>{total}</b> vs O0 {total0} (weights {weights}, masters {masters})",
+                    total=_fmt_bytes(mem["total"]), total0=_fmt_bytes(mem0["total"]),
+                    weights=_fmt_bytes(mem["weights"]), masters=_fmt_bytes(mem["master weights"])) + "</li>",
+        "<li>" + tr("final loss (mean of last 10 steps): {verdict}", verdict=verdict) + "</li>",
     ]
     return (f"<div class='ampkit-precision-summary'><b>{run.label}</b> "
             f"<ul>{''.join(parts)}</ul></div>")
@@ -105,7 +108,7 @@ class OLevelPicker(WidgetView):
         rep = device_report(device)
         supported = autocast_dtypes(device)
         fast = rep.fast_dtypes  # decided from the hardware, never from a timing
-        options = [((short_name(d) + (" ⚡ native here" if d in fast else "")), short_name(d)) for d in supported]
+        options = [((short_name(d) + (tr(" ⚡ native here") if d in fast else "")), short_name(d)) for d in supported]
         values = [v for _, v in options]
         if dtype is not None:
             try:
@@ -113,16 +116,17 @@ class OLevelPicker(WidgetView):
             except (TypeError, ValueError):
                 default = ""
             if default not in values:
-                raise ValueError(f"dtype must be one of {', '.join(values)} (autocast on {device}); got {dtype!r}")
+                raise ValueError(tr("dtype must be one of {choices} (autocast on {device}); got {dtype!r}",
+                                    choices=", ".join(values), device=device, dtype=dtype))
         else:
             default = short_name(rep.default_dtype) if rep.default_dtype is not None else values[0]
         self.slider = W.SelectionSlider(options=list(LEVELS), value=resolve_level(level), description="O-level",
                                         continuous_update=False, layout=W.Layout(width="360px"))
         self.slider.add_class("ampkit-olevel-slider")
-        self.dtype = W.ToggleButtons(options=options, value=default, description="low dtype")
-        self.run_button = W.Button(description="run all missing", icon="play",
-                                   tooltip="train every (level, dtype) not yet cached")
-        self.progress = W.IntProgress(value=0, min=0, max=steps, description="training", bar_style="info")
+        self.dtype = W.ToggleButtons(options=options, value=default, description=tr("low dtype"))
+        self.run_button = W.Button(description=tr("run all missing"), icon="play",
+                                   tooltip=tr("train every (level, dtype) not yet cached"))
+        self.progress = W.IntProgress(value=0, min=0, max=steps, description=tr("training"), bar_style="info")
         self.status = W.HTML()
         self.image = W.Image(format="png")
         self.image.add_class("ampkit-precision-figure")
@@ -152,7 +156,7 @@ class OLevelPicker(WidgetView):
                                              zorder=3)
         (self.line_run,) = self.ax_loss.plot([], [], color=DTYPE_COLOURS["bf16"], lw=2.6, alpha=0.85,
                                              label="this level")
-        self.ax_loss.set(xlabel="training step", ylabel="loss (cross-entropy, nats)")
+        self.ax_loss.set(xlabel=mark("training step"), ylabel=mark("loss (cross-entropy, nats)"))
         self.ax_loss.legend(loc="upper right", fontsize=9)
         self.loss_title = self.ax_loss.set_title("loss vs O0", fontsize=10)
         self.nan_marker = self.ax_loss.axvline(0, color=STATUS_COLOURS["bad"], ls=":", lw=1.2, visible=False)
@@ -165,7 +169,8 @@ class OLevelPicker(WidgetView):
                                         alpha=0.45, label="O0 (fp32)")
         self.bars_run = self.ax_mem.bar([i + 0.2 for i in x], [0] * len(x), width=0.4, color=DTYPE_COLOURS["bf16"],
                                         label="this level")
-        self.ax_mem.set_xticks(list(x), ["weights", "grads", "optim.\nstate", "master\nweights", "master\ngrads"],
+        self.ax_mem.set_xticks(list(x), [mark("weights"), mark("grads"), mark("optim.\nstate"),
+                                                mark("master\nweights"), mark("master\ngrads")],
                                fontsize=9)
         self.ax_mem.set_ylabel("memory (KiB)")
         self.ax_mem.legend(loc="upper right", fontsize=9)
@@ -181,7 +186,7 @@ class OLevelPicker(WidgetView):
         if not self.auto_run:
             return None
         self.progress.value = 0
-        self.status.value = f"training {level} {dtype}…"
+        self.status.value = tr("training {level} {dtype}…", level=level, dtype=dtype)
         run = self.cache.get(self.model, level, dtype, callback=self._progress_cb)
         self.status.value = ""
         return run
@@ -199,7 +204,7 @@ class OLevelPicker(WidgetView):
                         self._get(lv, dt)
         finally:
             self.auto_run = auto
-        self.status.value = f"all {len(self.cache)} runs cached"
+        self.status.value = tr("all {n} runs cached", n=len(self.cache))
         self._update()
 
     def _update(self) -> None:
@@ -207,7 +212,7 @@ class OLevelPicker(WidgetView):
         ref = self._get("O0", dtype)
         run = self._get(level, dtype)
         if run is None or ref is None:
-            self.status.value = f"{level} {dtype} not computed yet: press “run all missing”"
+            self.status.value = tr("{level} {dtype} not computed yet: press “run all missing”", level=level, dtype=dtype)
             return
         self.state, self.reference = run, ref
         self.rows = [t.as_row() for t in run.trace]
@@ -222,9 +227,10 @@ class OLevelPicker(WidgetView):
                 freeze_layout(self.fig)
             png = self._pngs[key] = png_bytes(self.fig)
         self.image.value = png
-        against = ("the fp32 reference itself" if run.level == "O0"
-                   else "(coloured) against O0 (fp32, dark dashed)")
-        self.caption.value = f"<i>figure: {label} {against}, {run.history.steps} steps of {self.model}</i>"
+        against = (tr("the fp32 reference itself") if run.level == "O0"
+                   else tr("(coloured) against O0 (fp32, dark dashed)"))
+        self.caption.value = "<i>" + tr("figure: {label} {against}, {steps} steps of {model}", label=label,
+                                        against=against, steps=run.history.steps, model=self.model) + "</i>"
 
     def _set_artists(self, run: LevelRun, ref: LevelRun) -> None:
         """Put ``run`` against ``ref`` into the figure's artists (lines, NaN marks, bars, titles)."""
@@ -252,7 +258,7 @@ class OLevelPicker(WidgetView):
             self.nan_text.xy = (max(bad - 1, 0), last)
             self.nan_text.set_text(f"{label}: inf/NaN from step {bad}")
         if run.level == "O0":
-            title = "loss: O0, the fp32 reference"
+            title = mark("loss: O0, the fp32 reference")
         else:  # say how far apart the two curves are: where they coincide, the title is what tells them apart
             both = [abs(a - b) for a, b in zip(run.history.losses, ref.history.losses)
                     if math.isfinite(a) and math.isfinite(b)]

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 
 from ampkit._util import check_positive_finite
 from ampkit.dtypes import short_name
+from ampkit.i18n import mark, tr
 from ampkit.formats import FORMATS, Classification, classify, format_name, range_bands
 from ampkit.widgets import snapshot
 from ampkit.widgets.style import BAND_COLOURS, BAND_LABELS, DPI, WidgetView, new_figure, png_bytes
@@ -65,7 +66,7 @@ class RangeMap(WidgetView):
             a = v.abs()
             a = a[(a > 0) & torch.isfinite(a)]
             if a.numel() == 0:
-                raise ValueError("values must contain at least one nonzero finite number")
+                raise ValueError(tr("values must contain at least one nonzero finite number"))
             logs = torch.log2(a.double())
             lo_bin, hi_bin = math.floor(logs.min().item()), math.ceil(logs.max().item())
             edges = torch.arange(lo_bin, hi_bin + 2, dtype=torch.float64)
@@ -107,7 +108,7 @@ class RangeMap(WidgetView):
         children = [stack]
         if values is not None:
             self.scale_slider = W.FloatLogSlider(value=self.scale, base=2, min=0, max=32, step=1,
-                                                 description="loss scale", readout_format=".0f",
+                                                 description=tr("loss scale"), readout_format=".0f",
                                                  continuous_update=True, layout=W.Layout(width="520px"))
             self.scale_slider.add_class("ampkit-scale-slider")
             self.scale_slider.observe(lambda ch: self.set_scale(ch["new"]), names="value")
@@ -138,7 +139,7 @@ class RangeMap(WidgetView):
         ax.tick_params(axis="x", labelsize=9)
         labels = dict(BAND_LABELS)
         if "float8_e4m3fn" in self.fmts:
-            labels["overflow"] += "; e4m3: torch saturates at ±448"
+            labels["overflow"] = mark("overflow (inf/NaN); e4m3: torch saturates at ±448")
         self.fig.legend(handles=[Patch(color=c, label=labels[k]) for k, c in BAND_COLOURS.items()], ncol=4,
                         loc="lower center", bbox_to_anchor=(0.5, 0.0), fontsize=9, frameon=False,
                         handlelength=1.2, columnspacing=1.2)
@@ -170,19 +171,19 @@ class RangeMap(WidgetView):
         if value is not None:
             v = float(value)
             if math.isnan(v) or v == 0:
-                self.label_text = f"{v!r}: no place on a log axis"
+                self.label_text = tr("{v!r}: no place on a log axis", v=v)
             else:
                 x = math.log2(abs(v)) if math.isfinite(v) else math.inf
                 self.marker_x = x
                 self.marker_pos = min(max(x, self.lo), self.hi)
-                where = "" if self.lo <= x <= self.hi else " (off the axis)"
+                where = "" if self.lo <= x <= self.hi else tr(" (off the axis)")
                 self.label_text = f"|x| = {abs(v):.4g} = 2^{x:.2f}{where}" if math.isfinite(x) else "|x| = inf"
         self.redraw()
 
     def set_scale(self, scale: float) -> None:
         """Multiply the histogram's values by ``scale`` (a power of two shifts it right by log2(scale))."""
         if self.values is None:
-            raise ValueError("this RangeMap has no values; build it with RangeMap(fmts, values=tensor)")
+            raise ValueError(tr("this RangeMap has no values; build it with RangeMap(fmts, values=tensor)"))
         self.scale = check_positive_finite("scale", scale, example="2.0**16")
         self._update_hist()
         self.redraw()
@@ -199,9 +200,10 @@ class RangeMap(WidgetView):
                 self._classified.pop(next(iter(self._classified)))
             self._classified[self.scale] = classify(self.values * self.scale, self.fmts[0])
         c = self.classification = self._classified[self.scale]
-        line = (f"scale {self.scale:g} = 2^{math.log2(self.scale):.0f} · {format_label(c.fmt)}: "
-                f"flushed {100 * c.flushed:.1f} % · subnormal {100 * c.subnormal:.1f} % · "
-                f"normal {100 * c.normal:.1f} % · overflow {100 * c.overflow:.1f} % · zero {100 * c.zero:.1f} %")
+        line = tr("scale {scale:g} = 2^{k:.0f} · {fmt}: flushed {flushed:.1f} % · subnormal {subnormal:.1f} % · "
+                  "normal {normal:.1f} % · overflow {overflow:.1f} % · zero {zero:.1f} %", scale=self.scale,
+                  k=math.log2(self.scale), fmt=format_label(c.fmt), flushed=100 * c.flushed,
+                  subnormal=100 * c.subnormal, normal=100 * c.normal, overflow=100 * c.overflow, zero=100 * c.zero)
         self.summary.value = f"<code>{html.escape(line)}</code>"
 
     def redraw(self) -> None:

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ampkit.i18n import mark, tr
 from ampkit.sinking import calibrate
 from ampkit.timeline import GPU_LIKE, KINDS, LANES, MODES, SimParams, Summary, Timeline, gantt_bars, summarise
 from ampkit.widgets.style import DPI, STATUS_COLOURS, WidgetView, freeze_layout, new_figure, png_bytes
@@ -31,11 +32,12 @@ _US = 1e-6
 KIND_COLOURS = {"prep": "#8c6bb1", "copy": "#fdae61", "handoff": "#80cdc1", "launch": "#4575b4",
                 "compute": "#1a9850", "wait": "#bdbdbd", "sync": "#d73027", "callback": "#f46d43"}
 #: Legend labels of the event kinds.
-KIND_LABELS = {"prep": "prep (batch)", "copy": "copy to device", "handoff": "handoff (queue)", "launch": "launch op",
-               "compute": "compute", "wait": "wait", "sync": "sync (read back)", "callback": "callback"}
+KIND_LABELS = {"prep": mark("prep (batch)"), "copy": mark("copy to device"), "handoff": mark("handoff (queue)"),
+               "launch": mark("launch op"), "compute": mark("compute"), "wait": mark("wait"),
+               "sync": mark("sync (read back)"), "callback": mark("callback")}
 
-_EMPTY_LANE = {"loader": "no background loader: the host prepares each batch itself",
-               "host": "", "device": "device idle"}
+_EMPTY_LANE = {"loader": mark("no background loader: the host prepares each batch itself"),
+               "host": "", "device": mark("device idle")}
 
 
 def summary_html(s: Summary) -> str:
@@ -48,8 +50,8 @@ def summary_html(s: Summary) -> str:
     (True, True)
     """
     return (f"<table class='ampkit-sink-summary' style='border-collapse:separate;border-spacing:14px 2px'>"
-            f"<tr><th>mode</th><th>step time</th><th>steps/s</th>"
-            f"<th>device busy</th><th>syncs/step</th><th>vs no sinking</th></tr>"
+            + tr("<tr><th>mode</th><th>step time</th><th>steps/s</th>"
+                 "<th>device busy</th><th>syncs/step</th><th>vs no sinking</th></tr>") +
             f"<tr><td><code>{s.mode}</code></td><td class='ampkit-sink-step'>{s.step_time * 1e6:.1f} µs</td>"
             f"<td class='ampkit-sink-rate'>{s.steps_per_s:,.0f}</td>"
             f"<td class='ampkit-sink-util'>{s.utilisation:.0%}</td>"
@@ -95,7 +97,7 @@ def gantt_figure(timelines: Mapping[str, Timeline], title: str = "", width: floa
     (4, True)
     """
     if not timelines:
-        raise ValueError("timelines must hold at least one {mode: Timeline}")
+        raise ValueError(tr("timelines must hold at least one {mode: Timeline}"))
     fig = new_figure(width, 1.35 * len(timelines) + 1.1)
     axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)[:, 0]
     end = max(tl.total for tl in timelines.values()) / _US
@@ -126,7 +128,7 @@ def measured_figure(measured: Mapping[str, object], predicted: Mapping[str, floa
     'time per step (µs)'
     """
     if not measured:
-        raise ValueError("measured must hold at least one {mode: ModeMeasurement}")
+        raise ValueError(tr("measured must hold at least one {mode: ModeMeasurement}"))
     predicted = dict(predicted or {})
     names = list(measured)
     fig = new_figure(width, 0.55 * len(names) + 1.9)
@@ -178,20 +180,20 @@ class SinkTimeline(WidgetView):
         self.calibration = None
         style = {"description_width": "150px"}
         lay = W.Layout(width="480px")
-        self.mode = W.ToggleButtons(options=list(MODES), value=mode, description="mode", style=style)
-        self.sink_size = W.IntSlider(value=params.sink_size, min=1, max=32, description="sink_size (steps)",
+        self.mode = W.ToggleButtons(options=list(MODES), value=mode, description=tr("mode"), style=style)
+        self.sink_size = W.IntSlider(value=params.sink_size, min=1, max=32, description=tr("sink_size (steps)"),
                                      style=style, layout=lay)
         self.prep = W.FloatLogSlider(value=params.prep / _US, base=10, min=0, max=4, step=0.01,
-                                     description="data prep (µs/batch)", readout_format=".3g", style=style, layout=lay)
+                                     description=tr("data prep (µs/batch)"), readout_format=".3g", style=style, layout=lay)
         self.launch = W.FloatLogSlider(value=params.launch / _US, base=10, min=-1, max=2, step=0.01,
-                                       description="launch (µs/op)", readout_format=".3g", style=style, layout=lay)
-        self.n_ops = W.IntSlider(value=params.n_ops, min=1, max=400, description="ops per step", style=style,
+                                       description=tr("launch (µs/op)"), readout_format=".3g", style=style, layout=lay)
+        self.n_ops = W.IntSlider(value=params.n_ops, min=1, max=400, description=tr("ops per step"), style=style,
                                  layout=lay)
         self.op = W.FloatLogSlider(value=params.op / _US, base=10, min=-1, max=3, step=0.01,
-                                   description="op time (µs)", readout_format=".3g", style=style, layout=lay)
-        self.async_device = W.Checkbox(value=params.async_device, description="asynchronous device (GPU-like)",
+                                   description=tr("op time (µs)"), readout_format=".3g", style=style, layout=lay)
+        self.async_device = W.Checkbox(value=params.async_device, description=tr("asynchronous device (GPU-like)"),
                                        indent=False, layout=W.Layout(width="260px", margin="0 0 0 155px"))
-        self.measure_button = W.Button(description="measure on this machine", icon="stopwatch",
+        self.measure_button = W.Button(description=tr("measure on this machine"), icon="stopwatch",
                                        layout=W.Layout(width="220px"))
         self.status = W.HTML()
         self.readout = W.HTML()
@@ -274,7 +276,7 @@ class SinkTimeline(WidgetView):
     def measure(self) -> None:
         """Fill the sliders from a calibration of this machine (``calibrate_fn``, default
         :func:`ampkit.sinking.calibrate` without compiling), then redraw once."""
-        self.status.value = "<i>measuring…</i>"
+        self.status.value = "<i>" + tr("measuring…") + "</i>"
         fn = self.calibrate_fn
         cal = calibrate(compile=False) if fn is None else fn()
         self.calibration = cal
@@ -292,10 +294,10 @@ class SinkTimeline(WidgetView):
         finally:
             for c in controls:
                 c.observe(self._on_change, names="value")
-        self.status.value = (f"<span class='ampkit-sink-status'>measured on {cal.device}: launch "
-                             f"{p.launch / _US:.2f} µs/op, op {p.op / _US:.2f} µs, {p.n_ops} ops/step, "
-                             f"prep {p.prep / _US:.0f} µs/batch, data-sink handoff {p.handoff / _US:.0f} µs/batch"
-                             "</span>")
+        measured = tr("measured on {device}: launch {launch:.2f} µs/op, op {op:.2f} µs, {n} ops/step, "
+                      "prep {prep:.0f} µs/batch, data-sink handoff {handoff:.0f} µs/batch", device=cal.device,
+                      launch=p.launch / _US, op=p.op / _US, n=p.n_ops, prep=p.prep / _US, handoff=p.handoff / _US)
+        self.status.value = f"<span class='ampkit-sink-status'>{measured}</span>"
         self._update()
 
 

@@ -14,6 +14,7 @@ import ipywidgets as W
 
 from ampkit.device import Ratio, speed_words
 from ampkit.formats import RoundTrip, compare_formats, format_name
+from ampkit.i18n import tr
 from ampkit.widgets.view import WidgetView
 
 __all__ = ["RoundingSlider", "rounding_table_html", "device_speed_figure"]
@@ -24,17 +25,17 @@ _COLOURS = {"exact": "#1a7f37", "rounded": "#57606a", "flushed to zero": "#cf222
 
 def rounding_table_html(rows: list[RoundTrip]) -> str:
     """An HTML table of :func:`compare_formats` rows (format, stored value, relative error, verdict)."""
-    head = "<tr><th>format</th><th>stored value</th><th>relative error</th><th>what happened</th></tr>"
+    head = tr("<tr><th>format</th><th>stored value</th><th>relative error</th><th>what happened</th></tr>")
     body = []
     for r in rows:
         rel = "—" if r.rel_error != r.rel_error else ("inf" if r.rel_error == float("inf") else f"{r.rel_error:.2e}")
         colour = _COLOURS.get(r.verdict, "#57606a")
         body.append(
             f"<tr><td><code>{r.fmt}</code></td><td class='ampkit-stored'><code>{r.stored!r}</code></td>"
-            f"<td>{rel}</td><td style='color:{colour}'><b>{html.escape(r.verdict)}</b></td></tr>"
+            f"<td>{rel}</td><td style='color:{colour}'><b>{html.escape(tr(r.verdict))}</b></td></tr>"
         )
-    return (f"<div class='ampkit-rounding'><p>value typed in (float64): <code>{rows[0].value!r}</code></p>"
-            f"<table>{head}{''.join(body)}</table></div>")
+    typed = tr("value typed in (float64): <code>{value!r}</code>", value=rows[0].value)
+    return f"<div class='ampkit-rounding'><p>{typed}</p><table>{head}{''.join(body)}</table></div>"
 
 
 class RoundingSlider(WidgetView):
@@ -79,7 +80,7 @@ def device_speed_figure(rep):
 
     dtypes = list(rep.autocast_dtypes)
     if not dtypes:
-        raise ValueError("this device report has no autocast dtypes to draw; valid reports list float16/bfloat16")
+        raise ValueError(tr("this device report has no autocast dtypes to draw; valid reports list float16/bfloat16"))
     ratios = [rep.ratios.get(dt) or Ratio(rep.speedup[dt], rep.speedup[dt], rep.speedup[dt], 1) for dt in dtypes]
     fig = new_figure(7.5, 1.2 + 0.75 * len(dtypes))
     ax = fig.add_subplot()

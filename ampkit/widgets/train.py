@@ -17,6 +17,7 @@ from IPython import get_ipython
 from IPython.display import Image, display
 
 from ampkit._util import check_int
+from ampkit.i18n import mark
 from ampkit.precision import level_label
 from ampkit.train import History
 from ampkit.widgets.style import DTYPE_COLOURS, dtype_colour, mark_nonfinite, new_figure, png_bytes
@@ -47,7 +48,8 @@ class LiveLossPlot:
         if self.reference:
             self.ax.plot(range(len(self.reference)), self.reference, color="grey", lw=1, ls="--", label="reference")
             self.ax.legend(loc="upper right", fontsize=9)
-        self.ax.set(xlabel="training step", ylabel="loss (cross-entropy, nats)", title=title or "training loss")
+        self.ax.set(xlabel=mark("training step"), ylabel=mark("loss (cross-entropy, nats)"),
+                    title=title or mark("training loss"))
         self._handle = display(self._image(), display_id=True) if get_ipython() is not None else None
 
     def _image(self) -> Image:
