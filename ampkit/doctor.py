@@ -49,7 +49,7 @@ def _feature_probes() -> list[tuple[str, str, object]]:
     return [
         (mark("CPU fp16 autocast"), "02, 03, 05", cpu_fp16_autocast),
         ("torch.amp.GradScaler('cpu')", "03, 05", cpu_grad_scaler),
-        ("fp8 dtypes (float8_e4m3fn, float8_e5m2)", "01, 06",
+        (mark("fp8 dtypes (float8_e4m3fn, float8_e5m2)"), "01, 06",
          lambda: hasattr(torch, "float8_e4m3fn") and hasattr(torch, "float8_e5m2")),
         (mark("torch.cpu.get_capabilities (CPU instruction flags)"), "00, 02",
          lambda: callable(getattr(torch.cpu, "get_capabilities", None))),
@@ -196,7 +196,8 @@ def check_device(probe: bool = True, report=None, capabilities=None) -> list[Che
                         tr("upgrade torch: this build cannot autocast on this device")))
     if dev.type == "cpu":
         caps = cpu_capabilities() if capabilities is None else capabilities
-        checks.append(Check(mark("CPU flags"), "INFO", cpu_flags_detail(caps) + " (torch.cpu.get_capabilities())", False))
+        checks.append(Check(mark("CPU flags"), "INFO", cpu_flags_detail(caps) + " (torch.cpu.get_capabilities())",
+                            False))
     if dev.type == "cuda":
         checks.append(Check(mark("tensor cores"), "INFO", rep.tensor_cores or tr("unknown"), False))
     size = f"{rep.probe_size}x{rep.probe_size} " if rep.probe_size else ""
@@ -204,7 +205,8 @@ def check_device(probe: bool = True, report=None, capabilities=None) -> list[Che
         checks.append(Check(format_name(dt), "INFO", rep.verdict(dt) + "\n       " +
                             tr("measured {size}matmul: {speed}", size=size, speed=rep.measured(dt)), False))
     if rep.default_dtype is not None:
-        checks.append(Check(mark("default low dtype"), "INFO", f"{format_name(rep.default_dtype)} ({rep.default_reason()})",
+        checks.append(Check(mark("default low dtype"), "INFO",
+                            f"{format_name(rep.default_dtype)} ({rep.default_reason()})",
                             False))
     return checks
 

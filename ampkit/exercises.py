@@ -126,4 +126,5 @@ def solution(title: str, explanation: str = "") -> Iterator[None]:
     if shell is not None and shell.__class__.__name__ != "TerminalInteractiveShell":
         display(HTML(solution_html(title, explanation, printed)))
     else:
-        print(tr("{title} — solution: {explanation}", title=title, explanation=explanation).rstrip(": ：") + ("\n" + printed.rstrip() if printed.strip() else ""))
+        head = tr("{title} — solution: {explanation}", title=title, explanation=explanation).rstrip(": ：")
+        print(head + ("\n" + printed.rstrip() if printed.strip() else ""))

@@ -34,7 +34,8 @@ from ampkit.i18n import mark, tr
 
 __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN_KINDS"]
 
-RUN_KINDS: tuple[str, ...] = ("healthy", "persistent", "transient", "scale too low", "growth too slow")
+RUN_KINDS: tuple[str, ...] = (mark("healthy"), mark("persistent"), mark("transient"), mark("scale too low"),
+                              mark("growth too slow"))
 FP16_TINY = float(torch.finfo(torch.float16).tiny)
 FP16_MAX = float(torch.finfo(torch.float16).max)
 
@@ -133,17 +134,20 @@ class Diagnosis:
 
 _FIX = {
     "healthy": mark("nothing to fix."),
-    "persistent": mark("find the first inf/NaN with ampkit.diagnose.NonFiniteHunter; no scale fixes it. A forward op in "
-                  "a layer: a forward overflow, so use bf16 or run that layer in fp32. An op in the loss: fix the "
-                  "loss (log_softmax instead of log(softmax), clamp a norm before dividing by it)."),
-    "transient": mark("a rare skipped step needs no fix: it costs one step, and the scale grows back after "
-                 "growth_interval clean steps (2000 in torch.amp.GradScaler). Spikes more frequent than that step the "
-                 "scale down: find the outlier batches, or use a scaler with hysteresis (torch.amp.GradScaler has "
-                 "none; DeepSpeed's with consecutive_hysteresis=True, or ampkit.scaling.DynamicLossScaler("
-                 "hysteresis=2), backs off only after overflows in a row). With hysteresis a skipped step can leave "
-                 "the scale unchanged: count skips with an optimizer step hook, not from the scale."),
-    "scale too low": mark("raise the scale: use a dynamic scaler with its default init_scale 2**16 (torch.amp."
-                     "GradScaler) or a larger static scale, or train in bf16 (fp32's range)."),
+    "persistent": mark(
+        "find the first inf/NaN with ampkit.diagnose.NonFiniteHunter; no scale fixes it. A forward op in "
+        "a layer: a forward overflow, so use bf16 or run that layer in fp32. An op in the loss: fix the "
+        "loss (log_softmax instead of log(softmax), clamp a norm before dividing by it)."),
+    "transient": mark(
+        "a rare skipped step needs no fix: it costs one step, and the scale grows back after "
+        "growth_interval clean steps (2000 in torch.amp.GradScaler). Spikes more frequent than that step the "
+        "scale down: find the outlier batches, or use a scaler with hysteresis (torch.amp.GradScaler has "
+        "none; DeepSpeed's with consecutive_hysteresis=True, or ampkit.scaling.DynamicLossScaler("
+        "hysteresis=2), backs off only after overflows in a row). With hysteresis a skipped step can leave "
+        "the scale unchanged: count skips with an optimizer step hook, not from the scale."),
+    "scale too low": mark(
+        "raise the scale: use a dynamic scaler with its default init_scale 2**16 (torch.amp."
+        "GradScaler) or a larger static scale, or train in bf16 (fp32's range)."),
     "growth too slow": mark("shorten growth_interval (e.g. 200 instead of 2000) or start from a higher init_scale."),
 }
 

@@ -28,7 +28,8 @@ def real_value(value: object) -> float:
     """
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise TypeError(tr("value must be a single number, got a tensor of shape {shape}", shape=tuple(value.shape)))
+            raise TypeError(tr("value must be a single number, got a tensor of shape {shape}",
+                               shape=tuple(value.shape)))
         if value.is_complex() or value.dtype == torch.bool:
             raise TypeError(tr("value must be a real number, got a {dtype} tensor", dtype=value.dtype))
         return float(value.item())

@@ -146,7 +146,8 @@ def _log_of_zero(fixed: bool) -> DoctorReport:
         return F.cross_entropy(out, target) - 0.01 * (torch.softmax(z, 1) * torch.log_softmax(z, 1)).sum(1).mean()
     losses, rec = _train(model, X, y, 12, torch.float16, torch.amp.GradScaler("cpu"), stable if fixed else naive)
     d = classify_run(rec.history)
-    return DoctorReport("log of zero", fixed, d.kind == "healthy", f"{d.kind}: {d.evidence}",
+    return DoctorReport("log of zero", fixed, d.kind == "healthy",
+                        tr("{kind}: {evidence}", kind=tr(d.kind), evidence=d.evidence),
                         tr("applied: log_softmax") if fixed else
                         tr("compute log-probabilities with torch.log_softmax in fp32, "
                            "never log(softmax(x)) in fp16; ") + d.fix, _scales(rec, losses))
@@ -163,7 +164,8 @@ def _transient(fixed: bool) -> DoctorReport:
     often = (tr("; 2 spikes in 16 steps come far more often than the scale grows back (growth_interval=2000), so "
                 "each one lowers it for good") if drops else tr("; the skipped steps left the scale unchanged"))
     return DoctorReport("transient spikes", fixed, drops == 0,
-                        f"{d.kind}: {d.evidence}" + tr("; the scale backed off {drops} time(s)", drops=drops) + often,
+                        tr("{kind}: {evidence}", kind=tr(d.kind), evidence=d.evidence)
+                        + tr("; the scale backed off {drops} time(s)", drops=drops) + often,
                         tr("applied: ampkit.scaling.DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True), "
                            "DeepSpeed's consecutive hysteresis (torch.amp.GradScaler has no hysteresis); the outlier "
                            "steps are still skipped") if fixed else d.fix,
@@ -176,7 +178,8 @@ def _scale_too_low(fixed: bool) -> DoctorReport:
                                                                              growth_interval=10 ** 6)
     losses, rec = _train(model, X, y, 12, torch.float16, scaler, lambda o, t: F.cross_entropy(o, t) * 1e-4)
     d = classify_run(rec.history)
-    return DoctorReport("scale too low", fixed, d.kind == "healthy", f"{d.kind}: {d.evidence}",
+    return DoctorReport("scale too low", fixed, d.kind == "healthy",
+                        tr("{kind}: {evidence}", kind=tr(d.kind), evidence=d.evidence),
                         tr("applied: torch.amp.GradScaler('cpu') defaults (init_scale 2**16)") if fixed else d.fix,
                         _scales(rec, losses))
 

@@ -71,7 +71,8 @@ def _device_type(device: Any) -> str | None:
     try:
         return torch.device(device).type
     except RuntimeError as err:
-        raise ValueError(tr("device must be a device type such as 'cpu' or 'cuda'; got {device!r}", device=device)) from err
+        raise ValueError(tr("device must be a device type such as 'cpu' or 'cuda'; got {device!r}",
+                            device=device)) from err
 
 
 class NoLossScaler(ScalerBase):

@@ -55,8 +55,8 @@ def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], t
         raise ValueError(tr("kinds must have one entry per module name ({n}); got {got}", n=len(names), got=len(kinds)))
     for fmt, vals in bits.items():
         if len(vals) != len(names):
-            raise ValueError(tr("bits[{fmt!r}] must have one value per module name ({n}); got {got}", fmt=fmt, n=len(names),
-                                got=len(vals)))
+            raise ValueError(tr("bits[{fmt!r}] must have one value per module name ({n}); got {got}", fmt=fmt,
+                                n=len(names), got=len(vals)))
     fig = new_figure(7.5, 4.0)
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(bits))

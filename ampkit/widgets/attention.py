@@ -52,7 +52,8 @@ def readout_html(results: list[AttentionOverflow]) -> str:
         facts = tr("largest matmul output {largest}, NaN rows {pct:.0f} %", largest=_product_text(r),
                    pct=100 * r.nan_rows)
         cells.append(f"<span class='ampkit-attn-{r.dtype}' style='color:{colour}'><b>{r.dtype}</b>: {facts}</span>")
-    head = tr("activation scale {s:.3g}, head size {d}, 1/√d {where}; a q·k product spreads about s²·√d = {spread:.3g}",
+    head = tr("activation scale {s:.3g}, head size {d}, 1/√d {where}; "
+              "a q·k product spreads about s²·√d = {spread:.3g}",
               s=first.act_scale, d=first.head_dim, where=where, spread=spread)
     return f"<div class='ampkit-attn-readout'>{head}<br>" + " · ".join(cells) + "</div>"
 
@@ -66,8 +67,8 @@ class AttentionOverflowView(WidgetView):
 
     def __init__(self, act_scale: float = 8.0, head_dim: int = 64, scale_at: str = "logits", tokens: int = 64):
         if head_dim not in HEAD_SIZES:
-            raise ValueError(tr("head_dim must be one of {choices}; got {value!r}", choices=", ".join(map(str, HEAD_SIZES)),
-                                value=head_dim))
+            raise ValueError(tr("head_dim must be one of {choices}; got {value!r}",
+                                choices=", ".join(map(str, HEAD_SIZES)), value=head_dim))
         self.tokens = tokens
         self.scale = W.FloatLogSlider(value=act_scale, base=2, min=0, max=9, step=0.25, description=tr("act. scale"),
                                       readout_format=".3g", continuous_update=True, layout=W.Layout(width="480px"))

@@ -111,8 +111,8 @@ class AmaxHistoryExplorer(WidgetView):
                  algo: str = "max", tensor: str = "activation"):
         self.rec = recording if recording is not None else record_amax_run()
         steps = self.rec.steps
-        self.history = W.IntSlider(value=history_len, min=1, max=steps, description=tr("history"), continuous_update=True,
-                                   layout=W.Layout(width="480px"))
+        self.history = W.IntSlider(value=history_len, min=1, max=steps, description=tr("history"),
+                                   continuous_update=True, layout=W.Layout(width="480px"))
         self.margin = W.IntSlider(value=margin, min=0, max=8, description=tr("margin"), continuous_update=True,
                                   layout=W.Layout(width="480px"))
         self.algo = W.ToggleButtons(options=list(ALGOS), value=algo, description=tr("algorithm"))

@@ -140,7 +140,8 @@ class BlockScalingExplorer(WidgetView):
         self.fmt = W.ToggleButtons(options=["e4m3", "e5m2"], value=fmt, description=tr("format"))
         self.rounding = W.ToggleButtons(options=[(tr(ROUNDING_LABELS[r]), r) for r in ROUNDINGS], value=rounding,
                                         description=tr("scale rule"))
-        self.pow2 = W.Checkbox(value=power_of_two, description=tr("fp32 scale rounded down to a power of two (TE default)"),
+        self.pow2 = W.Checkbox(value=power_of_two,
+                               description=tr("fp32 scale rounded down to a power of two (TE default)"),
                                indent=False, layout=W.Layout(width="auto"))
         self.pow2.add_class("ampkit-fp8-pow2")
         self.image = W.Image(format="png", width=_WIDTH_PX)

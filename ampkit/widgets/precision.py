@@ -46,7 +46,8 @@ def dtype_table_html(trace: list[LayerTrace], level: str, dtype: str) -> str:
     for t in trace:
         r = t.as_row()
         body.append(f"<tr><td><code>{html.escape(r['layer'])}</code></td><td>{r['type']}</td>"
-                    f"{cell(r['params'])}{cell(r['input'])}{cell(r['output'])}<td>{html.escape(tr(r['note']))}</td></tr>")
+                    f"{cell(r['params'])}{cell(r['input'])}{cell(r['output'])}"
+                    f"<td>{html.escape(tr(r['note']))}</td></tr>")
     what = (tr("fp32 only (the low-dtype toggle does not apply)") if level == "O0"
             else short_name(dtype))
     caption = tr("<b>{level}</b> with {what}: dtypes per layer in one forward pass", level=level, what=what)
@@ -212,7 +213,8 @@ class OLevelPicker(WidgetView):
         ref = self._get("O0", dtype)
         run = self._get(level, dtype)
         if run is None or ref is None:
-            self.status.value = tr("{level} {dtype} not computed yet: press “run all missing”", level=level, dtype=dtype)
+            self.status.value = tr("{level} {dtype} not computed yet: press “run all missing”", level=level,
+                                   dtype=dtype)
             return
         self.state, self.reference = run, ref
         self.rows = [t.as_row() for t in run.trace]

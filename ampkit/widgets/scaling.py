@@ -72,13 +72,13 @@ def scaler_readout_html(report: ScaleReport, window: tuple[int, int] | None) -> 
     """The visual scaler's readout: % flushed / subnormal / overflow at this scale, and the safe window."""
     win = (tr("none in range — no power-of-two scale keeps every gradient") if window is None
            else f"2<sup>{window[0]}</sup> … 2<sup>{window[1]}</sup>")
-    head = tr("scale 2<sup>{k}</sup> in {fmt}", k=report.log2_scale, fmt=report.fmt)
+    head = tr("<b>scale 2<sup>{k}</sup> in {fmt}</b>: ", k=report.log2_scale, fmt=report.fmt)
     flushed = tr("flushed to zero {pct}", pct=_pct(report.flushed))
     subnormal = tr("subnormal {pct}", pct=_pct(report.subnormal))
     overflow = tr("overflow {pct}", pct=_pct(report.overflow))
     of_what = tr("(of the nonzero gradient values)")
     safe = tr("safe window (no overflow, ≤ {pct:g} % flushed):", pct=100 * SAFE_MAX_FLUSHED)
-    return (f"<div class='ampkit-scale-readout'><b>{head}</b>: "
+    return (f"<div class='ampkit-scale-readout'>{head}"
             f"<span class='ampkit-flushed' style='color:{BAND_COLOURS['flushed']}'>{flushed}</span>"
             f" · <span class='ampkit-subnormal'>{subnormal}</span>"
             f" · <span class='ampkit-overflow' style='color:{BAND_COLOURS['overflow']}'>{overflow}</span>"
@@ -185,10 +185,11 @@ def preset_readout_html(replays: dict[str, RuleReplay]) -> str:
     for name, r in replays.items():
         colour = PRESET_STYLES[name][0]
         stop = "" if r.stopped_at is None else " · <b>" + tr("run stopped at step {step}", step=r.stopped_at) + "</b>"
-        facts = tr("final scale {s} · skipped <span class='ampkit-preset-skipped'>{skipped}</span> · overflow APPLIED "
-                   "<span class='ampkit-preset-applied'>{applied}</span>", s=_log2_text(r.final_scale),
+        facts = tr("final scale {s} · skipped <span class='ampkit-preset-skipped'>{skipped}</span> · "
+                   "overflow APPLIED <span class='ampkit-preset-applied'>{applied}</span>", s=_log2_text(r.final_scale),
                    skipped=r.skipped, applied=r.applied_overflow)
-        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({PRESETS[name].framework}): {facts}{stop}")
+        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({PRESETS[name].framework}): "
+                     f"{facts}{stop}")
     return "<div class='ampkit-preset-readout'>" + "<br>".join(lines) + "</div>"
 
 
@@ -218,7 +219,8 @@ class ScalerReplay(WidgetView):
                                     continuous_update=True)
         self.backoff = W.FloatSlider(value=backoff, min=0.1, max=0.9, step=0.05, description=tr("backoff"),
                                      continuous_update=True)
-        self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description=tr("hysteresis"), continuous_update=True)
+        self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description=tr("hysteresis"),
+                                      continuous_update=True)
         self.presets = W.SelectMultiple(options=[(f"{n}: {p.framework}", n) for n, p in PRESETS.items()],
                                         value=tuple(presets), rows=7, description=tr("presets"),
                                         layout=W.Layout(width="520px"))

@@ -49,7 +49,7 @@ def summary_html(s: Summary) -> str:
     >>> "<td class='ampkit-sink-step'>2.2 µs</td>" in html, "<td class='ampkit-sink-speedup'>1.33x</td>" in html
     (True, True)
     """
-    return (f"<table class='ampkit-sink-summary' style='border-collapse:separate;border-spacing:14px 2px'>"
+    return ("<table class='ampkit-sink-summary' style='border-collapse:separate;border-spacing:14px 2px'>"
             + tr("<tr><th>mode</th><th>step time</th><th>steps/s</th>"
                  "<th>device busy</th><th>syncs/step</th><th>vs no sinking</th></tr>") +
             f"<tr><td><code>{s.mode}</code></td><td class='ampkit-sink-step'>{s.step_time * 1e6:.1f} µs</td>"
@@ -184,7 +184,8 @@ class SinkTimeline(WidgetView):
         self.sink_size = W.IntSlider(value=params.sink_size, min=1, max=32, description=tr("sink_size (steps)"),
                                      style=style, layout=lay)
         self.prep = W.FloatLogSlider(value=params.prep / _US, base=10, min=0, max=4, step=0.01,
-                                     description=tr("data prep (µs/batch)"), readout_format=".3g", style=style, layout=lay)
+                                     description=tr("data prep (µs/batch)"), readout_format=".3g", style=style,
+                                     layout=lay)
         self.launch = W.FloatLogSlider(value=params.launch / _US, base=10, min=-1, max=2, step=0.01,
                                        description=tr("launch (µs/op)"), readout_format=".3g", style=style, layout=lay)
         self.n_ops = W.IntSlider(value=params.n_ops, min=1, max=400, description=tr("ops per step"), style=style,

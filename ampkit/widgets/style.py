@@ -49,8 +49,8 @@ __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DP
 
 #: The format bands, the same colours in every notebook and widget (colour-blind-safe order: grey, amber, green, red).
 BAND_COLOURS = {"flushed": "#8c959f", "subnormal": "#d4a72c", "normal": "#2da44e", "overflow": "#cf222e"}
-BAND_LABELS = {"flushed": mark("flushed to zero"), "subnormal": mark("subnormal (fewer bits)"), "normal": mark("normal"),
-               "overflow": mark("overflow (inf/NaN)")}
+BAND_LABELS = {"flushed": mark("flushed to zero"), "subnormal": mark("subnormal (fewer bits)"),
+               "normal": mark("normal"), "overflow": mark("overflow (inf/NaN)")}
 #: One colour per dtype, used for lines and table cells that name a dtype.
 DTYPE_COLOURS = {"fp32": "#0969da", "bf16": "#8250df", "fp16": "#bf3989", "fp8": "#bc4c00",
                  "e4m3": "#bc4c00", "e5m2": "#953800"}
