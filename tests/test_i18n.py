@@ -125,3 +125,13 @@ def test_code_that_changes_a_text_after_a_draw_is_translated_again(catalog):
     ax.set_title("static 2^10: final loss 0.5")
     png_bytes(fig)
     assert ax.get_title() == "静态 2^10：最终损失 0.5"
+
+
+def test_math_in_a_chinese_text_becomes_plain_or_stays_english(monkeypatch):
+    monkeypatch.setattr(figtext, "_templates", lambda lang: (
+        {"static scale": "静态 $2^{16}$", "a ratio": "比值 $\\frac{a}{b}$"}, []))
+    figtext._translate.cache_clear()
+    i18n.set_language("zh_CN")
+    assert figtext.translate_figure_text("static scale") == "静态 2¹⁶"   # mathtext has no CJK glyphs: plain
+    assert figtext.translate_figure_text("a ratio") == "a ratio"         # math that cannot be plain: English
+    figtext._translate.cache_clear()

@@ -11,6 +11,7 @@ import ast
 import difflib
 import json
 import os
+import string
 from pathlib import Path
 
 import polib
@@ -66,7 +67,15 @@ def code_literals(nb: dict) -> set[str]:
 def kept_by_hand(e: polib.POEntry, literals: set[str]) -> bool:
     """A figure entry the extractor cannot see (text a figure gets through a variable or a dict key), added by a
     translator with the translator comment ``by hand: <why>``: kept while its English is a literal of the code."""
-    return e.msgctxt == FIGURE and (e.tcomment or "").startswith(BY_HAND) and e.msgid in literals
+    if e.msgctxt != FIGURE or not (e.tcomment or "").startswith(BY_HAND):
+        return False
+    if e.msgid in literals:
+        return True
+    try:   # a template ("Measured ({} runs)") from an f-string: each of its literal parts is in the code
+        parts = [lit for lit, _, _, _ in string.Formatter().parse(e.msgid) if lit]
+    except ValueError:
+        return False
+    return "{}" in e.msgid and all(any(p in lit for lit in literals) for p in parts)
 
 
 def _merge(po: polib.POFile, wanted: list[Entry], title: str, literals: set[str] = frozenset()) -> polib.POFile:

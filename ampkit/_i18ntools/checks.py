@@ -68,7 +68,8 @@ class _Blank(ast.NodeTransformer):
     def visit_JoinedStr(self, node):
         if id(node) in self.keep:
             return node
-        fields = [v for v in node.values if not isinstance(v, ast.Constant)]   # the text around fields may move
+        # the text around fields may move; a string inside a field's expression is text too ({'on' if x else 'off'})
+        fields = [self.visit(v) for v in node.values if not isinstance(v, ast.Constant)]
         return ast.copy_location(ast.JoinedStr(values=fields), node)
 
     def visit_Constant(self, node):

@@ -82,7 +82,7 @@ def _templates(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]
         if fields:
             shaped.append((pattern, value))
         else:
-            exact[msgid.replace("{{", "{").replace("}}", "}")] = value
+            exact[msgid.replace("{{", "{").replace("}}", "}")] = value.replace("{{", "{").replace("}}", "}")
     shaped.sort(key=lambda p: -len(p[0].pattern))   # the most specific shape first
     for key, value in plain.items():
         exact.setdefault(key, value)
@@ -110,13 +110,37 @@ def _translate(text: str, lang: str) -> str | None:
     return None
 
 
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+_POWER = re.compile(r"\$\s*([0-9.]+|[A-Za-z])\s*\^\s*\{?\s*([-+−]?[0-9]+)\s*\}?\s*\$")
+_SUPERSCRIPT = str.maketrans("0123456789-+−", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁻")
+_SYMBOLS = {r"\times": "×", r"\approx": "≈", r"\cdot": "·", r"\leq": "≤", r"\geq": "≥", r"\,": " ",
+            r"\sqrt": "√", r"\infty": "∞", r"\Delta": "Δ", r"\sigma": "σ"}
+
+
+def plain_math(text: str) -> str | None:
+    """Chinese text cannot hold mathtext (matplotlib draws a text with ``$`` in its math fonts, which have no CJK
+    glyphs): the simple math the kit writes becomes plain Unicode (``$2^{16}$`` -> 2¹⁶); ``None`` when some is left.
+
+    >>> plain_math("静态 $2^{-14}$ 与 $2^{16}$"), plain_math("$\\frac{a}{b}$ 倍")
+    ('静态 2⁻¹⁴ 与 2¹⁶', None)
+    """
+    text = _POWER.sub(lambda m: m.group(1) + m.group(2).translate(_SUPERSCRIPT), text)
+    for tex, char in _SYMBOLS.items():
+        text = text.replace(tex, char)
+    text = re.sub(r"\$([^$\\{}^_]*)\$", r"\1", text)   # $x$ with nothing mathematical left in it
+    return None if "$" in text or "\\" in text else text
+
+
 def translate_figure_text(text: str, lang: str | None = None) -> str:
     """``text`` as a figure in ``lang`` (default: the current language) shows it; unchanged when not in the
-    catalog (numbers, names, code)."""
+    catalog (numbers, names, code), and English when its translation keeps math that Chinese text cannot hold."""
     lang = lang or language()
     if lang == "en" or not _LETTERS.search(text):
         return text
-    return _translate(text, lang) or text
+    done = _translate(text, lang) or text
+    if "$" in done and _CJK.search(done):
+        done = plain_math(done) or text
+    return done
 
 
 def localize(artist) -> None:

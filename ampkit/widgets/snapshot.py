@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import io
+import re
 import textwrap
 import weakref
 from collections.abc import Callable
@@ -42,10 +43,13 @@ from IPython.display import display as ipy_display  # already loaded by ipywidge
 from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFont
 
+from ampkit.i18n import mark, tr
+
 __all__ = ["snapshot_items", "snapshot_png", "display_bundle", "display", "register_still", "html_text", "NOTE"]
 
 #: The line on top of every still picture.
-NOTE = "Still picture of this widget's first state. Run the notebook to move its controls."
+NOTE = mark("Still picture of this widget's first state. Run the notebook to move its controls.")
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 _WIDTH = 720          # the picture's minimum width in pixels (text wraps to it)
 _PAD = 8
 _FONT_SIZE = 13
@@ -199,6 +203,20 @@ def _font(monospace: bool = False) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(str(fonts / ("DejaVuSansMono.ttf" if monospace else "DejaVuSans.ttf")), _FONT_SIZE)
 
 
+def _cjk_font() -> ImageFont.FreeTypeFont | None:
+    """The figures' CJK font (``figtext.cjk_font``) for Chinese lines of a still picture; None without one."""
+    from matplotlib import font_manager
+
+    from ampkit.widgets.figtext import cjk_font
+
+    family = cjk_font()
+    entry = next((f for f in font_manager.fontManager.ttflist if f.name == family and f.weight in (400, "normal")),
+                 None) if family else None
+    if entry is None:
+        return None
+    return ImageFont.truetype(entry.fname, _FONT_SIZE, index=getattr(entry, "index", 0) or 0)
+
+
 def _shown_size(png: bytes, widget_width: str | None) -> PILImage.Image:
     img = PILImage.open(io.BytesIO(png)).convert("RGBA")
     if widget_width and str(widget_width).endswith("px"):
@@ -223,13 +241,15 @@ def snapshot_png(widget: W.Widget) -> bytes:
             widths[bytes(w.value)] = w.width or getattr(w.layout, "width", None)
 
     sizes(widget)
-    blocks: list[PILImage.Image | tuple[str, bool]] = [(NOTE, True)]
+    blocks: list[PILImage.Image | tuple[str, bool]] = [(tr(NOTE), True)]
     for kind, value in snapshot_items(widget):
         if kind == "image":
             blocks.append(_shown_size(value, widths.get(value)))
         else:
             blocks.append((value, False))
     font, mono = _font(), _font(monospace=True)
+    chinese = any(not isinstance(b, PILImage.Image) and _CJK.search(b[0]) for b in blocks)
+    cjk = _cjk_font() if chinese else None
     width = max([_WIDTH] + [b.width + 2 * _PAD for b in blocks if isinstance(b, PILImage.Image)]
                 + [round(mono.getlength(b[0])) + 2 * _PAD for b in blocks
                    if not isinstance(b, PILImage.Image) and "  " in b[0]])
@@ -241,7 +261,8 @@ def snapshot_png(widget: W.Widget) -> bytes:
             continue
         text, note = b
         table_like = "  " in text  # aligned columns keep their spacing in a monospace font
-        for part in (textwrap.wrap(text, chars) if not table_like else [text]) or [""]:
+        wide = bool(_CJK.search(text))   # a Chinese character is about two Latin ones wide
+        for part in (textwrap.wrap(text, chars // 2 if wide else chars) if not table_like else [text]) or [""]:
             lines.append((part, note, table_like))
     line_h = _FONT_SIZE + 6
     height = 2 * _PAD + sum(b.height + _PAD if isinstance(b, PILImage.Image) else line_h for b in lines)
@@ -254,7 +275,8 @@ def snapshot_png(widget: W.Widget) -> bytes:
             y += b.height + _PAD
         else:
             text, note, table_like = b
-            draw.text((_PAD, y), text, fill=_GREY if note else _TEXT, font=mono if table_like else font)
+            face = cjk if cjk is not None and _CJK.search(text) else mono if table_like else font
+            draw.text((_PAD, y), text, fill=_GREY if note else _TEXT, font=face)
             y += line_h
     # 256 colours are plenty for a still of plots and text, and keep the stored notebook small (about 3x smaller)
     buf = io.BytesIO()
@@ -268,7 +290,7 @@ def display_bundle(widget: W.Widget) -> dict:
     state is not stored."""
     bundle = dict(widget._repr_mimebundle_())
     bundle["image/png"] = base64.b64encode(snapshot_png(widget)).decode("ascii")
-    bundle["text/plain"] = f"[ampkit widget: run the notebook to use it] {NOTE}"
+    bundle["text/plain"] = f"[ampkit widget: run the notebook to use it] {tr(NOTE)}"
     return bundle
 
 
