@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ampkit.formats import format_name
+from ampkit.i18n import tr
 
 __all__ = ["SHORT_NAMES", "short_name"]
 
@@ -50,6 +51,7 @@ def short_name(dtype_or_name: torch.dtype | str) -> str:
     try:
         long = format_name(key)
     except ValueError:
-        raise ValueError(f"unknown dtype name {dtype_or_name!r}; short names: {', '.join(SHORT_NAMES.values())} "
-                         f"(long names: {', '.join(SHORT_NAMES)})") from None
+        raise ValueError(tr("unknown dtype name {name!r}; short names: {short} (long names: {long})",
+                            name=dtype_or_name, short=", ".join(SHORT_NAMES.values()),
+                            long=", ".join(SHORT_NAMES))) from None
     return SHORT_NAMES.get(long, long)

@@ -77,12 +77,13 @@ def cuda_native_dtypes(capability: tuple[int, int]) -> tuple[dict[torch.dtype, s
     sm = f"sm_{major}{minor}"
     found: dict[torch.dtype, str] = {}
     if capability >= (8, 0):
-        found[torch.bfloat16] = f"bf16 tensor cores ({sm})"
+        found[torch.bfloat16] = tr("bf16 tensor cores ({sm})", sm=sm)
     if capability >= (7, 0):
-        found[torch.float16] = f"fp16 tensor cores ({sm})"
+        found[torch.float16] = tr("fp16 tensor cores ({sm})", sm=sm)
     if not found:
         return found, tr("{sm}: none (tensor cores arrived with compute capability 7.0)", sm=sm)
-    return found, tr("{sm}: {dtypes} tensor cores", sm=sm, dtypes=", ".join(format_name(d) for d in sorted(found, key=str)))
+    return found, tr("{sm}: {dtypes} tensor cores", sm=sm,
+                     dtypes=", ".join(format_name(d) for d in sorted(found, key=str)))
 
 
 def cpu_capabilities() -> dict:

@@ -29,6 +29,7 @@ from torch import nn
 from ampkit._util import check_int, check_positive_finite
 from ampkit.data import batches
 from ampkit.formats import format_name
+from ampkit.i18n import tr
 from ampkit.precision import (
     MixedPrecision,
     apply_level,
@@ -71,14 +72,14 @@ def train_step(mp: MixedPrecision | nn.Module, x: Any, y: Any, loss_fn: Callable
     """
     if not isinstance(mp, MixedPrecision):
         if not isinstance(mp, nn.Module):
-            raise TypeError(f"train_step takes a MixedPrecision (from apply_level) or an nn.Module with optimizer=; "
-                            f"got {type(mp).__name__}")
+            raise TypeError(tr("train_step takes a MixedPrecision (from apply_level) or an nn.Module with optimizer=; "
+                               "got {type}", type=type(mp).__name__))
         if optimizer is None:
-            raise TypeError("a plain nn.Module needs its optimizer: train_step(model, x, y, loss_fn, "
-                            "optimizer=torch.optim.SGD(model.parameters(), lr=0.1))")
+            raise TypeError(tr("a plain nn.Module needs its optimizer: train_step(model, x, y, loss_fn, "
+                               "optimizer=torch.optim.SGD(model.parameters(), lr=0.1))"))
         mp = MixedPrecision.plain(mp, optimizer)
     elif optimizer is not None and optimizer is not mp.optimizer:
-        raise ValueError("optimizer= is for a plain nn.Module; a MixedPrecision steps its own mp.optimizer")
+        raise ValueError(tr("optimizer= is for a plain nn.Module; a MixedPrecision steps its own mp.optimizer"))
     mp.zero_grad()
     loss = forward_loss(x, y) if forward_loss is not None else loss_fn(mp.forward(x), y)
     mp.backward(loss, scaler)
@@ -144,7 +145,8 @@ def make_optimizer(name: str | Callable, params, lr: float) -> torch.optim.Optim
         return torch.optim.Adam(params, lr=lr)
     if key == "adamw":
         return torch.optim.AdamW(params, lr=lr)
-    raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)} or a callable; got {name!r}")
+    raise ValueError(tr("optimizer must be one of {choices} or a callable; got {name!r}",
+                        choices=", ".join(OPTIMIZERS), name=name))
 
 
 def _batch_source(data, batch_size: int, seed: int):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit.fp8.mx import ROUNDINGS, check_block, mx_exponents, mx_fake_quantize
+from ampkit.i18n import tr
 from ampkit.fp8.quantize import fp8_name, saturation_threshold
 from ampkit.fp8.tiles import check_tile, from_tiles, tile_fake_quantize, tile_scales, to_tiles
 
@@ -114,11 +115,13 @@ def block_stats(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, round
     x = _check_x(x)
     name = fp8_name(fmt)
     if rounding not in ROUNDINGS:
-        raise ValueError(f"rounding must be one of {', '.join(map(repr, ROUNDINGS))}; got {rounding!r}")
+        raise ValueError(tr("rounding must be one of {choices}; got {rounding!r}",
+                            choices=", ".join(map(repr, ROUNDINGS)), rounding=rounding))
     if block == PER_TENSOR:
         flat, b = x.reshape(1, -1), x.numel()
     elif isinstance(block, str):
-        raise ValueError(f"block must be {PER_TENSOR!r} or a positive int dividing the last dimension; got {block!r}")
+        raise ValueError(tr("block must be {per_tensor!r} or a positive int dividing the last dimension; got "
+                            "{block!r}", per_tensor=PER_TENSOR, block=block))
     else:
         flat, b = x, check_block(x, block)
     deq = mx_fake_quantize(flat, name, b, rounding).reshape(x.shape)
@@ -162,7 +165,8 @@ def tile_stats(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] | str =
     if tile == PER_TENSOR:
         t = (x.shape[0], x.shape[1])
     elif isinstance(tile, str):
-        raise ValueError(f"tile must be {PER_TENSOR!r} or a (rows, cols) pair such as (1, 128); got {tile!r}")
+        raise ValueError(tr("tile must be {per_tensor!r} or a (rows, cols) pair such as (1, 128); got {tile!r}",
+                            per_tensor=PER_TENSOR, tile=tile))
     else:
         t = check_tile(x, tile)
     deq = tile_fake_quantize(x, t, name, power_of_two)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
+from ampkit.i18n import tr
 from ampkit.fp8.quantize import (
     QuantReport,
     amax_of,
@@ -72,7 +73,8 @@ def recipe_formats(recipe: str) -> dict[str, str]:
     {'forward': 'e4m3', 'backward': 'e5m2'}
     """
     if not isinstance(recipe, str):
-        raise TypeError(f"recipe must be one of {', '.join(RECIPES)}; got {type(recipe).__name__}")
+        raise TypeError(tr("recipe must be one of {choices}; got {type}", choices=", ".join(RECIPES),
+                           type=type(recipe).__name__))
     return dict(RECIPES[check_choice("recipe", recipe.strip().upper(), RECIPES)])
 
 

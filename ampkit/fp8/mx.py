@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
+from ampkit.i18n import tr
 from ampkit.fp8.quantize import FP8_FORMATS, fp8_dtype, fp8_max, fp8_name, fp8_to_float, saturates
 
 __all__ = ["ROUNDINGS", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
@@ -63,8 +64,8 @@ def check_block(x: torch.Tensor, block: int) -> int:
     n = x.shape[-1]
     if n % block:
         divisors = [d for d in range(1, n + 1) if n % d == 0]
-        raise ValueError(f"block {block} does not divide the last dimension ({n}); no padding is done — "
-                         f"valid block sizes: {divisors}")
+        raise ValueError(tr("block {block} does not divide the last dimension ({n}); no padding is done — "
+                            "valid block sizes: {divisors}", block=block, n=n, divisors=divisors))
     return block
 
 

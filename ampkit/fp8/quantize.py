@@ -39,6 +39,7 @@ import torch
 from ampkit._util import check_int
 from ampkit.dtypes import short_name
 from ampkit.formats import resolve_format
+from ampkit.i18n import tr
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
            "one_number", "quantize", "dequantize", "fake_quantize", "saturation_threshold", "fp8_to_float",
@@ -56,14 +57,16 @@ def fp8_name(fmt: str | torch.dtype) -> str:
     ('e4m3', 'e5m2')
     """
     if not isinstance(fmt, (str, torch.dtype)):
-        raise TypeError(f"an fp8 format is 'e4m3' or 'e5m2' (or a torch float8 dtype); got {type(fmt).__name__}")
+        raise TypeError(tr("an fp8 format is 'e4m3' or 'e5m2' (or a torch float8 dtype); got {type}",
+                           type=type(fmt).__name__))
     try:                                     # the kit's one name map (ampkit.formats, ampkit.dtypes)
         name = short_name(resolve_format(fmt))
     except ValueError:
         name = None
     if name not in FP8_FORMATS:
         shown = fmt if isinstance(fmt, torch.dtype) else repr(fmt)
-        raise ValueError(f"unknown fp8 format {shown}; valid: 'e4m3' (torch.float8_e4m3fn), 'e5m2' (torch.float8_e5m2)")
+        raise ValueError(tr("unknown fp8 format {fmt}; valid: 'e4m3' (torch.float8_e4m3fn), 'e5m2' "
+                            "(torch.float8_e5m2)", fmt=shown))
     return name
 
 

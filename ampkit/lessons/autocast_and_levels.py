@@ -19,6 +19,7 @@ import torch
 from ampkit._util import check_int
 from ampkit.data import make_data
 from ampkit.formats import format_name
+from ampkit.i18n import tr
 from ampkit.models import MODEL_NAMES, build_model
 from ampkit.precision import (
     LayerTrace,
@@ -76,8 +77,9 @@ def run_level(model: str, level: str, dtype: str | torch.dtype = "bf16", steps: 
     if num_threads is not None:
         num_threads = check_int("num_threads (or None)", num_threads)
     if model not in CLASSIFIERS:   # the decoder predicts a token per position: its loss is models.lm_loss
-        raise ValueError(f"run_level trains the classifier models {', '.join(CLASSIFIERS)}; got {model!r} "
-                         "(the 'decoder' language model is taught in notebook 07 with ampkit.models.lm_loss)")
+        raise ValueError(tr("run_level trains the classifier models {models}; got {model!r} "
+                            "(the 'decoder' language model is taught in notebook 07 with ampkit.models.lm_loss)",
+                            models=", ".join(CLASSIFIERS), model=model))
     net = build_model(model, seed=seed, **(model_kw or {}))
     X, y = make_data(model, n_samples, seed=seed, **(data_kw or {}))
     mp = apply_level(net, make_optimizer(optimizer, net.parameters(), lr), level, dtype)

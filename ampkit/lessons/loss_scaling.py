@@ -20,6 +20,7 @@ import torch
 from ampkit._util import check_int, check_positive_finite
 from ampkit.data import make_blobs
 from ampkit.formats import resolve_format
+from ampkit.i18n import tr
 from ampkit.models import MLP
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import Scaler
@@ -169,7 +170,7 @@ def gradient_agreement(task: UnderflowTask, log2_scale: int, dtype: str | torch.
     log2_scale = check_int("log2_scale", log2_scale, minimum=None)
     low = resolve_format(dtype)
     if low not in (torch.float16, torch.bfloat16):
-        raise ValueError(f"dtype must be fp16 or bf16 (what autocast runs in); got {dtype!r}")
+        raise ValueError(tr("dtype must be fp16 or bf16 (what autocast runs in); got {dtype!r}", dtype=dtype))
     x, y = task.X[:batch], task.y[:batch]
 
     def grads(autocast_dtype: torch.dtype | None, scale: float) -> torch.Tensor:

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import torch
 
 from ampkit.formats import ulp
+from ampkit.i18n import tr
 
 __all__ = ["UPDATE_MODES", "WRAPPER_MODES", "Updated", "apply_update", "stochastic_round", "nearest_threshold",
            "BF16Updates"]
@@ -36,7 +37,7 @@ WRAPPER_MODES = ("nearest", "master", "kahan", "stochastic")
 
 def _check_mode(mode: str, choices: tuple[str, ...]) -> str:
     if mode not in choices:
-        raise ValueError(f"mode must be one of {', '.join(choices)}; got {mode!r}")
+        raise ValueError(tr("mode must be one of {choices}; got {mode!r}", choices=", ".join(choices), mode=mode))
     return mode
 
 
@@ -170,9 +171,10 @@ class BF16Updates:
         for gi, group in enumerate(optimizer.param_groups):
             for pi, p in enumerate(group["params"]):
                 if p.dtype != torch.bfloat16:
-                    raise TypeError(f"BF16Updates needs parameters stored in torch.bfloat16; parameter {pi} of "
-                                    f"group {gi} is {p.dtype} (an fp32 parameter loses no update: use the "
-                                    "optimizer alone, or cast the model with .to(torch.bfloat16))")
+                    raise TypeError(tr("BF16Updates needs parameters stored in torch.bfloat16; parameter {pi} of "
+                                       "group {gi} is {dtype} (an fp32 parameter loses no update: use the "
+                                       "optimizer alone, or cast the model with .to(torch.bfloat16))", pi=pi, gi=gi,
+                                       dtype=p.dtype))
         self.optimizer = optimizer
         self.compensation_dtype = compensation_dtype
         self.generator = torch.Generator().manual_seed(seed)

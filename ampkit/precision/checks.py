@@ -16,6 +16,7 @@ from torch import nn
 
 from ampkit.device import check_autocast_dtype, pick_device
 from ampkit.formats import format_name, resolve_format
+from ampkit.i18n import tr
 
 __all__ = ["EvalGap", "evaluate_under_autocast", "AdamStep", "adam_step_in"]
 
@@ -40,8 +41,9 @@ def _model_device(model: nn.Module, device: str | torch.device | None) -> torch.
     if param is None:
         return pick_device(device)
     if device is not None and pick_device(device).type != param.device.type:
-        raise ValueError(f"device={str(device)!r} but the model's parameters are on {param.device}: move the model "
-                         f"there first (model.to({str(device)!r})), or leave device out to use the model's device")
+        raise ValueError(tr("device={device!r} but the model's parameters are on {param}: move the model "
+                            "there first (model.to({device!r})), or leave device out to use the model's device",
+                            device=str(device), param=param.device))
     return param.device
 
 

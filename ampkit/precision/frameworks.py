@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 import torch
 
 from ampkit.formats import format_name
+from ampkit.i18n import tr
 
 __all__ = ["PADDLE_FP16_WHITE", "PADDLE_FP16_BLACK", "PADDLE_BF16_WHITE", "PADDLE_BF16_BLACK", "PADDLE_2_5_BF16_WHITE",
            "PADDLE_STATIC_GRAY", "MINDSPORE_O1_WHITE", "MINDSPORE_O2_BLACK", "TORCH_TO_PADDLE", "PROBE_TO_PADDLE",
@@ -93,7 +94,8 @@ def _paddle_dtype(dtype: str | torch.dtype) -> str:
     except (ValueError, TypeError):
         name = None
     if name not in ("float16", "bfloat16"):
-        raise ValueError(f"dtype must be one of float16/fp16/bfloat16/bf16 (or torch.float16/bfloat16); got {dtype!r}")
+        raise ValueError(tr("dtype must be one of float16/fp16/bfloat16/bf16 (or torch.float16/bfloat16); got "
+                            "{dtype!r}", dtype=dtype))
     return name
 
 
@@ -104,7 +106,7 @@ def paddle_list(op: str, dtype: str | torch.dtype = "float16") -> str:
     ('white', 'black', 'gray')
     """
     if not isinstance(op, str) or not op:
-        raise TypeError(f"op must be a Paddle op name (a non-empty str); got {op!r}")
+        raise TypeError(tr("op must be a Paddle op name (a non-empty str); got {op!r}", op=op))
     dt = _paddle_dtype(dtype)
     white, black = ((PADDLE_FP16_WHITE, PADDLE_FP16_BLACK) if dt == "float16"
                     else (PADDLE_BF16_WHITE, PADDLE_BF16_BLACK))
@@ -126,6 +128,7 @@ def paddle_rows(probe: Iterable) -> list[dict[str, str]]:
         if r.op not in TORCH_TO_PADDLE:
             continue
         name = TORCH_TO_PADDLE[r.op]
+        # the keys are data (notebooks look rows up by them): English in every language
         rows.append({"torch op": r.op, "autocast here": r.observed, "as a Paddle list": PROBE_TO_PADDLE[r.observed],
                      "Paddle op": name, "Paddle fp16 list": paddle_list(name, "float16"),
                      "Paddle bf16 list": paddle_list(name, "bfloat16")})

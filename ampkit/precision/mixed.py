@@ -23,6 +23,7 @@ from torch import nn
 from ampkit._util import map_tensors
 from ampkit.device import check_autocast_dtype
 from ampkit.formats import format_name
+from ampkit.i18n import tr
 from ampkit.precision.levels import NORM_TYPES, resolve_level
 from ampkit.protocols import Scaler, as_scaler
 
@@ -122,8 +123,8 @@ class MixedPrecision:
     def _warn_bf16_scaler(self, scaler: Scaler | None) -> None:
         if (scaler is not None and self.level != "O0" and self.dtype == torch.bfloat16 and not self._warned_bf16
                 and getattr(scaler, "is_enabled", lambda: True)()):
-            warnings.warn("bf16 has fp32's exponent range and rarely needs loss scaling; the scaler is used anyway "
-                          "(pass scaler=None to skip it)", UserWarning, stacklevel=3)
+            warnings.warn(tr("bf16 has fp32's exponent range and rarely needs loss scaling; the scaler is used anyway "
+                             "(pass scaler=None to skip it)"), UserWarning, stacklevel=3)
             self._warned_bf16 = True
 
     def backward(self, loss: torch.Tensor, scaler: Scaler | None = None) -> None:
@@ -187,26 +188,29 @@ def _check_pair(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[nn.P
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer; got {type(optimizer).__name__}")
     if hasattr(model, LEVEL_ATTR):
-        raise ValueError(f"level {getattr(model, LEVEL_ATTR)} was already applied to this model; apply_level "
-                         "expects a fresh fp32 model (build a new one, e.g. build_model(...))")
+        raise ValueError(tr("level {level} was already applied to this model; apply_level "
+                            "expects a fresh fp32 model (build a new one, e.g. build_model(...))",
+                            level=getattr(model, LEVEL_ATTR)))
     if getattr(optimizer, LEVEL_ATTR, None) is not None:
-        raise ValueError(f"this optimizer was already given level {getattr(optimizer, LEVEL_ATTR)}; make a new one")
+        raise ValueError(tr("this optimizer was already given level {level}; make a new one",
+                            level=getattr(optimizer, LEVEL_ATTR)))
     all_params = list(model.parameters())
     if not all_params:
-        raise ValueError(f"{type(model).__name__} has no parameters: there is nothing to train in mixed precision")
+        raise ValueError(tr("{model} has no parameters: there is nothing to train in mixed precision",
+                            model=type(model).__name__))
     bad = sorted({str(p.dtype) for p in all_params if p.dtype != torch.float32})
     if bad:
-        raise ValueError(f"apply_level expects an fp32 model; found parameters in {', '.join(bad)}")
+        raise ValueError(tr("apply_level expects an fp32 model; found parameters in {dtypes}", dtypes=", ".join(bad)))
     trainable = {id(p) for p in all_params if p.requires_grad}
     opt_params = [p for g in optimizer.param_groups for p in g["params"]]
     opt_ids = {id(p) for p in opt_params}
     model_ids = {id(p) for p in all_params}
     if not opt_ids <= model_ids:
-        raise ValueError(f"the optimizer holds {len(opt_ids - model_ids)} tensor(s) that are not parameters of this "
-                         "model; build it from model.parameters()")
+        raise ValueError(tr("the optimizer holds {n} tensor(s) that are not parameters of this "
+                            "model; build it from model.parameters()", n=len(opt_ids - model_ids)))
     if not trainable <= opt_ids:
-        raise ValueError(f"the optimizer does not hold {len(trainable - opt_ids)} of the model's trainable "
-                         "parameters; build it from model.parameters()")
+        raise ValueError(tr("the optimizer does not hold {n} of the model's trainable "
+                            "parameters; build it from model.parameters()", n=len(trainable - opt_ids)))
     return opt_params
 
 
@@ -230,8 +234,8 @@ def apply_level(model: nn.Module, optimizer: torch.optim.Optimizer, level: str,
     device = next(model.parameters()).device
     low = check_autocast_dtype(dtype, device)
     if level in ("O2", "O3") and len(optimizer.state):
-        raise ValueError(f"{level} changes the parameters' dtype: apply it before the optimizer's first step "
-                         "(this optimizer already has state)")
+        raise ValueError(tr("{level} changes the parameters' dtype: apply it before the optimizer's first step "
+                            "(this optimizer already has state)", level=level))
     hooks: list = []
     masters: list[nn.Parameter] = []
     if level == "O2":

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ampkit.device import check_autocast_dtype, pick_device
+from ampkit.i18n import tr
 from ampkit.precision.trace import dtype_cell, first_dtype
 
 __all__ = ["OpProbe", "DOCUMENTED_AUTOCAST", "probe_autocast_ops"]
@@ -108,7 +109,7 @@ class OpProbe:
         """Strings for a table."""
         return {"op": self.op, "fp32 in →": dtype_cell(self.out_fp32_in), "low in →": dtype_cell(self.out_low_in),
                 "mixed in →": dtype_cell(self.out_mixed_in), "observed": self.observed,
-                "documented": self.documented, "agrees": "yes" if self.agrees else "NO", "note": self.note}
+                "documented": self.documented, "agrees": tr("yes") if self.agrees else tr("NO"), "note": self.note}
 
 
 def _out_dtype(fn: Callable, a, b, autocast: tuple[str, torch.dtype] | None) -> torch.dtype | None:
@@ -155,7 +156,7 @@ def probe_autocast_ops(device: str | torch.device | None = None, dtype: str | to
         ops = list(table)
     unknown = [o for o in ops if o not in table]
     if unknown:
-        raise ValueError(f"unknown op(s) {unknown}; probe-able ops: {', '.join(table)}")
+        raise ValueError(tr("unknown op(s) {unknown}; probe-able ops: {ops}", unknown=unknown, ops=", ".join(table)))
     documented = DOCUMENTED_AUTOCAST.get(dev.type, {})
     g = torch.Generator().manual_seed(0)
     a32 = torch.randn(8, 8, generator=g).to(dev)
@@ -174,10 +175,10 @@ def probe_autocast_ops(device: str | torch.device | None = None, dtype: str | to
         note = ""
         if not agrees and doc == "promote" and observed == "unlisted" and omix == torch.float32:
             agrees = True
-            note = "ordinary type promotion already gives the widest type"
+            note = tr("ordinary type promotion already gives the widest type")
         elif observed == "promote":
             note = "without autocast, mixed inputs fail"
         elif observed == "unlisted" and olow == low:
-            note = "stays in the low dtype when fed low-precision input"
+            note = tr("stays in the low dtype when fed low-precision input")
         rows.append(OpProbe(op, observed, doc, agrees, o32, olow, omix, note))
     return rows

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ampkit.formats import Classification, classify, resolve_format
+from ampkit.i18n import mark, tr
 from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.protocol import ScaleInputError, ScalerTypeError, ScalerUsageError, ScalerValueError
 
@@ -29,7 +30,7 @@ __all__ = ["StepRecord"]
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
 
-_O2_HINT = (
+_O2_HINT = mark(
     "Attempting to unscale FP16 gradients: parameter {name} of the optimizer has a float16 .grad. A loss "
     "scaler divides gradients by the scale and checks them for inf/NaN, which must happen in float32 (in fp16 "
     "the small unscaled gradients would flush to zero again, and the large scaled ones are already inf). "
@@ -39,7 +40,7 @@ _O2_HINT = (
 _PASS_ITSELF = (
     "GradScaler is going to stop passing itself as a keyword argument to the passed optimizer (torch's own "
     "FutureWarning, raised by ampkit's scaler too): the optimizer will get grad_scale and found_inf tensors.")
-_BF16_WARNING = (
+_BF16_WARNING = mark(
     "a loss scaler with bfloat16: bf16 has fp32's 8 exponent bits (smallest normal 2**-126), so gradients do not "
     "underflow and a loss scaler is unnecessary — train bf16 without one (NoLossScaler() or scaler=None).")
 
@@ -121,10 +122,10 @@ class ScalerBase:
 
     def _require_scaled(self, call: str) -> None:
         if self._multiply and not self._scaled:
-            raise ScalerUsageError(
-                f"{call}() before any scale(): the gradients were not multiplied by the scale, so dividing them by "
+            raise ScalerUsageError(tr(
+                "{call}() before any scale(): the gradients were not multiplied by the scale, so dividing them by "
                 "it would be wrong. Write scaler.scale(loss).backward() (not loss.backward()) before "
-                f"{call}() — torch.amp.GradScaler raises here too.")
+                "{call}() — torch.amp.GradScaler raises here too.", call=call))
 
     def _opt_state(self, call: str, optimizer: Any) -> _OptState:
         """The optimizer's stage this iteration, once ``scale()`` has run and ``optimizer`` is an optimizer."""
@@ -146,7 +147,7 @@ class ScalerBase:
                 bf16 = False
         if bf16:
             self._warned_bf16 = True
-            warnings.warn(_BF16_WARNING, UserWarning, stacklevel=4)
+            warnings.warn(tr(_BF16_WARNING), UserWarning, stacklevel=4)
 
     def scale(self, outputs: torch.Tensor | Iterable[torch.Tensor]) -> torch.Tensor | Iterable[torch.Tensor]:
         """Multiply a loss (or a nested list/tuple/iterable of tensors) by the current scale, as torch's.
@@ -179,7 +180,8 @@ class ScalerBase:
                 if g is None:
                     continue
                 if g.dtype == torch.float16 and not allow_fp16:
-                    raise ValueError(_O2_HINT.format(name=f"#{pi} of param group {gi} (shape {tuple(p.shape)})"))
+                    raise ValueError(tr(_O2_HINT, name=tr("#{pi} of param group {gi} (shape {shape})", pi=pi, gi=gi,
+                                                          shape=tuple(p.shape))))
                 if g.is_sparse:
                     if g.dtype is torch.float16:
                         p.grad = g = g.coalesce()
@@ -213,13 +215,13 @@ class ScalerBase:
             return
         state = self._opt_state("unscale_", optimizer)
         if state.stage == _UNSCALED:
-            raise RuntimeError(
+            raise RuntimeError(tr(
                 "unscale_() has already been called on this optimizer since the last update(): the gradients are "
                 "already divided by the scale, a second call would divide them again. Call it once per step "
-                "(before clipping), then step() and update().")
+                "(before clipping), then step() and update()."))
         if state.stage == _STEPPED:
-            raise RuntimeError("unscale_() is being called after step(); call update() first "
-                               "(it starts the next step).")
+            raise RuntimeError(tr("unscale_() is being called after step(); call update() first "
+                                  "(it starts the next step)."))
         groups = self._grads_by_device_dtype(optimizer, allow_fp16=not self._multiply)
         if self.track is not None:
             self._pending_fractions.append(self._classify(groups))
@@ -261,17 +263,19 @@ class ScalerBase:
         if not self._active:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
-            raise RuntimeError("closures are not supported with a loss scaler (as with torch.amp.GradScaler): "
-                               "compute the loss, scale(loss).backward(), then step(optimizer) without a closure.")
+            raise RuntimeError(tr("closures are not supported with a loss scaler (as with torch.amp.GradScaler): "
+                                  "compute the loss, scale(loss).backward(), then step(optimizer) without a closure."))
         state = self._opt_state("step", optimizer)
         if state.stage == _STEPPED:
-            raise RuntimeError("step() has already been called since the last update(); call update() once per step.")
+            raise RuntimeError(tr("step() has already been called since the last update(); call update() once per "
+                                  "step."))
         if getattr(optimizer, "_step_supports_amp_scaling", False):
             return self._step_amp_aware(optimizer, state, args, kwargs)
         if state.stage == _READY:
             self.unscale_(optimizer)
         if not state.found_inf:
-            raise ScalerUsageError("the optimizer has no gradients: call scaler.scale(loss).backward() before step().")
+            raise ScalerUsageError(tr("the optimizer has no gradients: call scaler.scale(loss).backward() before "
+                                      "step()."))
         found = bool(sum(v.item() for v in state.found_inf.values()))
         state.found_inf_value = found
         skip = found and self._skip_nonfinite
@@ -305,8 +309,8 @@ class ScalerBase:
 
     def _found_inf_this_step(self) -> tuple[bool, bool]:
         if not self._per_opt or not any(s.found_inf for s in self._per_opt.values()):
-            raise ScalerUsageError("update() before any inf check: call scaler.step(optimizer) (or unscale_) "
-                                   "first, once per step: scale(loss).backward(); step(optimizer); update().")
+            raise ScalerUsageError(tr("update() before any inf check: call scaler.step(optimizer) (or unscale_) "
+                                      "first, once per step: scale(loss).backward(); step(optimizer); update()."))
         found = False
         skipped = False
         for s in self._per_opt.values():

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ampkit._util import check_int, check_positive_finite
+from ampkit.i18n import tr
 from ampkit.scaling.protocol import ScalerValueError
 
 __all__ = ["DynamicRule", "DynamicState"]
@@ -46,7 +47,8 @@ def check_growth_factor(value: Any) -> float:
     """``value`` as a growth factor: a finite number > 1 (``ScalerValueError`` otherwise)."""
     value = check_positive_finite("growth_factor", value)
     if value <= 1.0:
-        raise ScalerValueError(f"growth_factor must be > 1 (the scale grows by it; torch's default 2.0); got {value!r}")
+        raise ScalerValueError(tr("growth_factor must be > 1 (the scale grows by it; torch's default 2.0); got "
+                                  "{value!r}", value=value))
     return value
 
 
@@ -54,8 +56,8 @@ def check_backoff_factor(value: Any) -> float:
     """``value`` as a backoff factor: a number in (0, 1) (``ScalerValueError`` otherwise)."""
     value = check_positive_finite("backoff_factor", value)
     if not 0.0 < value < 1.0:
-        raise ScalerValueError(f"backoff_factor must be in (0, 1) (the scale shrinks by it; torch's default 0.5); "
-                               f"got {value!r}")
+        raise ScalerValueError(tr("backoff_factor must be in (0, 1) (the scale shrinks by it; torch's default 0.5); "
+                                  "got {value!r}", value=value))
     return value
 
 

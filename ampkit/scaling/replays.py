@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ampkit.formats import info
+from ampkit.i18n import tr
 from ampkit.scaling.framework_rules import RunStopped
 from ampkit.scaling.protocol import ScaleRule
 from ampkit.scaling.rules import DynamicScalerRule
@@ -72,11 +73,11 @@ def parse_flags(flags: str | Iterable[bool]) -> list[bool]:
     if isinstance(flags, str):
         bad = sorted(set(flags) - {".", "o"})
         if bad:
-            raise ValueError(f"flags as text use '.' (clean step) and 'o' (overflow); got {bad}")
+            raise ValueError(tr("flags as text use '.' (clean step) and 'o' (overflow); got {bad}", bad=bad))
         return [c == "o" for c in flags]
     out = list(flags)
     if not all(isinstance(f, (bool, int)) for f in out):
-        raise TypeError("flags must be a string of '.'/'o' or an iterable of bools (True = overflow)")
+        raise TypeError(tr("flags must be a string of '.'/'o' or an iterable of bools (True = overflow)"))
     return [bool(f) for f in out]
 
 
@@ -91,9 +92,9 @@ def _grad_maxima(grad_max: Iterable[float]) -> list[float]:
 def _run(rule: ScaleRule, steps: Iterable[Any], overflows: Callable[[float, Any], bool]) -> RuleReplay:
     """The one replay loop: per step, the scale used, ``overflows(scale, step)``, whether the update applies."""
     if not isinstance(rule, ScaleRule):
-        raise TypeError("rule must be a TorchGradScalerRule, MindSporeDynamicRule, MindSporeFixedRule or a preset's "
-                        "rule (ampkit.scaling.presets.preset(name)): an object with .scale, .update(overflow), "
-                        f".drops_overflow; got {type(rule).__name__}")
+        raise TypeError(tr("rule must be a TorchGradScalerRule, MindSporeDynamicRule, MindSporeFixedRule or a preset's "
+                           "rule (ampkit.scaling.presets.preset(name)): an object with .scale, .update(overflow), "
+                           ".drops_overflow; got {type}", type=type(rule).__name__))
     scales, over, applied, stopped = [], [], [], None
     for i, step in enumerate(steps):
         s = rule.scale

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ampkit._util import check_choice, map_tensors
+from ampkit.i18n import tr
 from ampkit.sinking.cache import kit_compile_cache
 
 __all__ = ["compile_unavailable_reason", "CompiledStep", "compile_step", "COMPILE_MODES"]
@@ -40,26 +41,26 @@ def compile_unavailable_reason(device: str | torch.device | None = None) -> str 
     True
     """
     if os.environ.get("AMPKIT_NO_COMPILE", "").strip() not in ("", "0"):
-        return "graph sink disabled by the AMPKIT_NO_COMPILE environment variable"
+        return tr("graph sink disabled by the AMPKIT_NO_COMPILE environment variable")
     if not hasattr(torch, "compile"):
-        return f"torch {torch.__version__} has no torch.compile (needs torch >= 2.0)"
+        return tr("torch {version} has no torch.compile (needs torch >= 2.0)", version=torch.__version__)
     try:
         with kit_compile_cache():   # importing torch._dynamo writes torch's default cache folder into os.environ
             import torch._dynamo as dynamo  # deferred: heavy, and only needed when a graph sink is asked for
         if hasattr(dynamo, "is_dynamo_supported") and not dynamo.is_dynamo_supported():
-            return "TorchDynamo (torch.compile) does not support this Python version / platform"
+            return tr("TorchDynamo (torch.compile) does not support this Python version / platform")
     except Exception as exc:  # pragma: no cover - broken installs
         return f"TorchDynamo cannot be imported ({type(exc).__name__}: {exc})"
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cpu":
         cxx = os.environ.get("CXX")
         if not any(shutil.which(c) for c in ([cxx] if cxx else []) + ["g++", "c++", "clang++", "cl"]):
-            return "no C++ compiler found (inductor needs g++ or clang++ to compile CPU kernels)"
+            return tr("no C++ compiler found (inductor needs g++ or clang++ to compile CPU kernels)")
     if dev.type == "cuda":
         try:
             import triton  # noqa: F401  deferred: an optional dependency, present only with CUDA builds
         except Exception:
-            return "Triton is not installed (inductor needs it for CUDA kernels)"
+            return tr("Triton is not installed (inductor needs it for CUDA kernels)")
     return None
 
 
@@ -92,8 +93,8 @@ class CompiledStep:
         first = (str(cause).strip().splitlines() or [""])[0][:200]
         if cause is not exc:
             first = f"{type(cause).__name__}: {first}"
-        self.message = (f"graph sink unavailable: torch.compile failed ({type(exc).__name__}: {first}); "
-                        "running the step eagerly")
+        self.message = tr("graph sink unavailable: torch.compile failed ({error}: {first}); "
+                          "running the step eagerly", error=type(exc).__name__, first=first)
         self.compiled = False
         self._compiled_fn = None
         warnings.warn(self.message, RuntimeWarning, stacklevel=3)
@@ -108,7 +109,8 @@ class CompiledStep:
     def record_compile(self, seconds: float, what: str) -> None:
         """Replace the first call's time by the caller's measure of everything that compiled (``what``)."""
         self.compile_seconds = seconds
-        self.message = f"compiled with torch.compile (mode={self.mode or 'default'}) in {seconds:.1f} s ({what})"
+        self.message = tr("compiled with torch.compile (mode={mode}) in {seconds:.1f} s ({what})",
+                          mode=self.mode or "default", seconds=seconds, what=what)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with self.cache_context():
@@ -127,7 +129,7 @@ class CompiledStep:
             except Exception as exc:  # compile failed: fall back (the function is pure, nothing ran twice)
                 self._fallback(exc)
                 return self.fn(*args, **kwargs)
-            self.record_compile(time.perf_counter() - t0, "first call")
+            self.record_compile(time.perf_counter() - t0, tr("first call"))
         else:
             out = self._compiled_fn(*args, **kwargs)
         if self.mode == "reduce-overhead":
@@ -164,14 +166,14 @@ def compile_step(fn: Callable, *, device: str | torch.device | None = None, mode
     if mode == "auto":
         mode = "reduce-overhead" if dev.type == "cuda" else None
     if not enabled:
-        return _eager(fn, "graph sink off: the step runs eagerly, op by op", warn=False)
+        return _eager(fn, tr("graph sink off: the step runs eagerly, op by op"), warn=False)
     reason = compile_unavailable_reason(dev) if backend == "inductor" else None
     if reason is not None:
-        return _eager(fn, f"graph sink unavailable: {reason}; running the step eagerly")
+        return _eager(fn, tr("graph sink unavailable: {reason}; running the step eagerly", reason=reason))
     try:
         with kit_compile_cache():   # torch.compile itself reads (and, unset, writes) TORCHINDUCTOR_CACHE_DIR
             compiled = torch.compile(fn, mode=mode, backend=backend, **compile_kwargs)
     except Exception as exc:
-        return _eager(fn, f"graph sink unavailable: torch.compile refused ({type(exc).__name__}: {exc}); "
-                          "running the step eagerly")
-    return CompiledStep(fn, compiled, mode, "compiles at the first call")
+        return _eager(fn, tr("graph sink unavailable: torch.compile refused ({error}: {exc}); "
+                             "running the step eagerly", error=type(exc).__name__, exc=exc))
+    return CompiledStep(fn, compiled, mode, tr("compiles at the first call"))

@@ -21,11 +21,12 @@ from typing import Any
 import torch
 
 from ampkit._util import check_int, map_tensors
+from ampkit.i18n import mark, tr
 from ampkit.sinking.prefetch import DevicePrefetcher, same_device
 
 __all__ = ["check_sink_size", "SinkInfo", "LossMonitor", "SinkLog", "loop_sink", "endless"]
 
-_SINK_SIZE_RULE = ("sink_size must be -1 (one full pass of the data per epoch), a positive integer (steps per "
+_SINK_SIZE_RULE = mark("sink_size must be -1 (one full pass of the data per epoch), a positive integer (steps per "
                    "epoch, data iterated endlessly) or None (no loop sink)")
 
 
@@ -40,9 +41,10 @@ def check_sink_size(sink_size: int | None) -> int | None:
     try:
         value = check_int("sink_size", sink_size, minimum=None)
     except TypeError:
-        raise TypeError(f"{_SINK_SIZE_RULE}; got {type(sink_size).__name__} {sink_size!r}") from None
+        raise TypeError(tr("{rule}; got {type} {value!r}", rule=tr(_SINK_SIZE_RULE), type=type(sink_size).__name__,
+                           value=sink_size)) from None
     if value == 0 or value < -1:
-        raise ValueError(f"{_SINK_SIZE_RULE}; got {sink_size!r}")
+        raise ValueError(tr("{rule}; got {value!r}", rule=tr(_SINK_SIZE_RULE), value=sink_size))
     return value
 
 
@@ -109,10 +111,10 @@ def _call_step(step_fn: Callable, batch: Any) -> torch.Tensor:
     else:
         loss = step_fn(batch)
     if not isinstance(loss, torch.Tensor):
-        raise TypeError(f"the step must return the loss as a torch.Tensor (no .item() inside: loop sinking keeps "
-                        f"losses on the device); got {type(loss).__name__}")
+        raise TypeError(tr("the step must return the loss as a torch.Tensor (no .item() inside: loop sinking keeps "
+                           "losses on the device); got {type}", type=type(loss).__name__))
     if loss.numel() != 1:
-        raise ValueError(f"the step must return a scalar loss; got shape {tuple(loss.shape)}")
+        raise ValueError(tr("the step must return a scalar loss; got shape {shape}", shape=tuple(loss.shape)))
     return loss.detach().reshape(())
 
 
@@ -131,10 +133,10 @@ def endless(data: Iterable) -> Iterator:
             yield batch
         if n == 0:
             if total == 0:
-                raise ValueError("data yielded no batches")
-            raise ValueError(f"data ran out after {total} batches: it is a one-shot iterator; sink_size > 0 iterates "
-                             "the data endlessly, so pass a re-iterable (a list, a DataLoader, BatchLoader) or an "
-                             "endless iterator (e.g. ampkit.data.batches(..., epochs=None))")
+                raise ValueError(tr("data yielded no batches"))
+            raise ValueError(tr("data ran out after {total} batches: it is a one-shot iterator; sink_size > 0 iterates "
+                                "the data endlessly, so pass a re-iterable (a list, a DataLoader, BatchLoader) or an "
+                                "endless iterator (e.g. ampkit.data.batches(..., epochs=None))", total=total))
 
 
 class _Run:
@@ -239,9 +241,9 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
                         if sink_size is None:
                             run.flush(epoch)
                 if n == 0:
-                    one_shot = " (data is a one-shot iterator that is used up; pass a re-iterable)" \
+                    one_shot = tr(" (data is a one-shot iterator that is used up; pass a re-iterable)") \
                         if isinstance(data, Iterator) else ""
-                    raise ValueError(f"epoch {epoch} got no batches{one_shot}")
+                    raise ValueError(tr("epoch {epoch} got no batches{one_shot}", epoch=epoch, one_shot=one_shot))
                 run.flush(epoch)
     finally:
         if bar is not None:

@@ -22,6 +22,7 @@ import torch
 
 from ampkit._util import sync
 from ampkit.device import Ratio
+from ampkit.i18n import tr
 from ampkit.timeline import SimParams, simulate
 
 __all__ = ["best_per_call", "median_per_call", "Calibration", "ModeMeasurement", "RunCosts", "predict_vs_measured",
@@ -109,20 +110,20 @@ class Calibration:
     def lines(self) -> list[str]:
         """The costs as aligned text lines, in µs."""
         us = 1e6
-        out = [f"device: {self.device}",
-               f"launch (dispatch) per op: {self.launch * us:7.2f} µs",
-               f"compute per op (avg):     {self.op * us:7.2f} µs   over {self.n_ops} ops per eager step",
-               f"sync (read losses back):  {self.sync * us:7.2f} µs",
-               f"callback (LossMonitor):   {self.callback * us:7.2f} µs",
-               f"copy of one batch:        {self.copy * us:7.2f} µs",
-               f"data prep per batch:      {self.prep * us:7.2f} µs",
-               f"data sink handoff/batch:  {self.handoff * us:7.2f} µs",
-               f"eager step alone:         {self.eager_step * us:7.2f} µs"]
+        out = [tr("device: {device}", device=self.device),
+               tr("launch (dispatch) per op: {t:7.2f} µs", t=self.launch * us),
+               tr("compute per op (avg):     {t:7.2f} µs   over {n} ops per eager step", t=self.op * us, n=self.n_ops),
+               tr("sync (read losses back):  {t:7.2f} µs", t=self.sync * us),
+               tr("callback (LossMonitor):   {t:7.2f} µs", t=self.callback * us),
+               tr("copy of one batch:        {t:7.2f} µs", t=self.copy * us),
+               tr("data prep per batch:      {t:7.2f} µs", t=self.prep * us),
+               tr("data sink handoff/batch:  {t:7.2f} µs", t=self.handoff * us),
+               tr("eager step alone:         {t:7.2f} µs", t=self.eager_step * us)]
         if self.graph_step is not None:
-            out.append(f"compiled step alone:      {self.graph_step * us:7.2f} µs   "
-                       f"(compile: {self.compile_seconds:.1f} s)")
+            out.append(tr("compiled step alone:      {t:7.2f} µs   (compile: {s:.1f} s)", t=self.graph_step * us,
+                          s=self.compile_seconds))
         else:
-            out.append(f"compiled step: n/a ({self.graph_message})")
+            out.append(tr("compiled step: n/a ({why})", why=self.graph_message))
         return out
 
 

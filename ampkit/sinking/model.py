@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from ampkit.i18n import tr
 from ampkit.precision import apply_level
 from ampkit.sinking.compile import compile_step
 from ampkit.sinking.loop import SinkInfo, SinkLog, loop_sink
@@ -96,7 +97,7 @@ class SinkModel:
             mp.backward(loss, self.scaler)
             mp.step(self.scaler)
         if first and graph.compiled:
-            graph.record_compile(time.perf_counter() - t0, "first step: forward and backward graphs")
+            graph.record_compile(time.perf_counter() - t0, tr("first step: forward and backward graphs"))
         return loss.detach()
 
     def train(self, epochs: int, data: Iterable, callbacks: Sequence[Callable[[SinkInfo], Any]] = (), *,

@@ -25,10 +25,11 @@ from torch import nn
 
 from ampkit._util import check_int, first_tensor, iter_tensors, map_tensors, walk
 from ampkit.device import pick_device
+from ampkit.i18n import mark, tr
 
 __all__ = ["DevicePrefetcher", "check_batch", "batch_device", "same_device", "check_same_device"]
 
-_VALID_BATCH = "a torch.Tensor, or a tuple/list/dict of tensors"
+_VALID_BATCH = mark("a torch.Tensor, or a tuple/list/dict of tensors")
 
 
 def check_batch(batch: Any, index: int = 0) -> None:
@@ -42,9 +43,10 @@ def check_batch(batch: Any, index: int = 0) -> None:
     """
     for where, leaf in walk(batch):
         if not isinstance(leaf, torch.Tensor):
-            at = f" at {where}" if where else ""
-            raise TypeError(f"batch {index} contains an item of type {type(leaf).__name__}{at}; a data sink moves "
-                            f"{_VALID_BATCH} (convert numbers and arrays with torch.as_tensor)")
+            at = tr(" at {where}", where=where) if where else ""
+            raise TypeError(tr("batch {index} contains an item of type {type}{at}; a data sink moves "
+                               "{valid} (convert numbers and arrays with torch.as_tensor)", index=index,
+                               type=type(leaf).__name__, at=at, valid=tr(_VALID_BATCH)))
 
 
 def batch_device(batch: Any) -> torch.device | None:
@@ -75,8 +77,9 @@ def check_same_device(model: nn.Module, batch: Any) -> None:
     d = batch_device(batch)
     if p is None or d is None or same_device(p.device, d):
         return
-    raise ValueError(f"the model is on {p.device} but the batch is on {d}; move the model with model.to(...) or "
-                     f"let the data sink move the data: DevicePrefetcher(loader, device='{p.device}')")
+    raise ValueError(tr("the model is on {model} but the batch is on {batch}; move the model with model.to(...) or "
+                        "let the data sink move the data: DevicePrefetcher(loader, device='{model}')",
+                        model=p.device, batch=d))
 
 
 _ITEM, _END, _ERR = "item", "end", "error"
@@ -108,7 +111,8 @@ class DevicePrefetcher:
                  pin_memory: bool | None = None, non_blocking: bool = True):
         depth = check_int("depth (how many batches the data sink prepares ahead)", depth)
         if not isinstance(loader, Iterable):
-            raise TypeError(f"loader must be an iterable of batches ({_VALID_BATCH}); got {type(loader).__name__}")
+            raise TypeError(tr("loader must be an iterable of batches ({valid}); got {type}", valid=tr(_VALID_BATCH),
+                               type=type(loader).__name__))
         self.device = pick_device(device)     # None: the best available; ValueError naming the valid ones
         if self.device.type == "cuda" and self.device.index is None:   # the worker thread needs a concrete index
             self.device = torch.device("cuda", torch.cuda.current_device())
@@ -174,7 +178,7 @@ class DevicePrefetcher:
             self._put(q, stop, (_END, None, None))
         except BaseException as exc:  # handed to the training loop, raised there
             if hasattr(exc, "add_note"):
-                exc.add_note(f"(raised in the data sink's worker thread while loading batch {index})")
+                exc.add_note(tr("(raised in the data sink's worker thread while loading batch {index})", index=index))
             self._put(q, stop, (_ERR, exc, None))
         finally:
             close = getattr(it, "close", None)
@@ -237,8 +241,8 @@ class DevicePrefetcher:
         if self._thread is not threading.current_thread():
             self._thread.join(timeout)
             if self._thread.is_alive():
-                warnings.warn(f"the data sink's worker is still inside the loader after {timeout} s; it will stop "
-                              "after its current batch", RuntimeWarning, stacklevel=2)
+                warnings.warn(tr("the data sink's worker is still inside the loader after {timeout} s; it will stop "
+                                 "after its current batch", timeout=timeout), RuntimeWarning, stacklevel=2)
         self._thread = None
 
     def __enter__(self) -> DevicePrefetcher:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
+from ampkit.i18n import tr
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
 from ampkit.models import lm_loss
 from ampkit.precision import apply_level
@@ -89,7 +90,8 @@ def compile_vs_eager(steps: int = 6, backend: str = "aot_eager", dynamic: bool |
     steps = check_int("steps", steps)
     backend = check_choice("backend", backend, BACKENDS)
     if dynamic not in (None, False, True):
-        raise ValueError(f"dynamic must be None, False or True (torch.compile's argument); got {dynamic!r}")
+        raise ValueError(tr("dynamic must be None, False or True (torch.compile's argument); got {dynamic!r}",
+                            dynamic=dynamic))
     context = model_kw.get("context", 32)
     data = decoder_batches(steps, batch_size, context, seed)
 

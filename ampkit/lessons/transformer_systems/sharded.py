@@ -28,6 +28,7 @@ import torch
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.dtypes import short_name
+from ampkit.i18n import tr
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
 from ampkit.models import lm_loss
 from ampkit.train import train_step
@@ -165,7 +166,8 @@ def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
     default = "fork" if "fork" in methods and not torch.cuda.is_available() else "spawn"
     start = check_choice("start", start or default, ("fork", "spawn"))
     if start not in methods:
-        raise ValueError(f"start={start!r} is not available on this system; it has: {', '.join(methods)}")
+        raise ValueError(tr("start={start!r} is not available on this system; it has: {methods}", start=start,
+                            methods=", ".join(methods)))
     import torch.distributed.fsdp as _fsdp  # noqa: F401  (imported once here, before a fork, not once per worker)
 
     ctx = multiprocessing.get_context(start)
