@@ -3,7 +3,7 @@
     python -m ampkit._i18ntools update            catalogs in step with the English (new entries empty, changed
                                                    ones fuzzy)
     python -m ampkit._i18ntools check [PO...]     every problem of the catalogs (all of them by default)
-    python -m ampkit._i18ntools build [NN...]     compile ampkit.mo, generate notebooks/zh_CN/ and execute the
+    python -m ampkit._i18ntools build [--force] [NN...]  compile ampkit.mo, generate notebooks/zh_CN/ and execute the
                                                    ones whose source changed (NN: only those notebooks)
     make translations                              update, then build
 

@@ -20,9 +20,11 @@ def _check(paths: list[str]) -> int:
     return 1 if problems else 0
 
 
-def _build(only: list[str]) -> int:
+def _build(args: list[str]) -> int:
     from ampkit._nbtools import execute, hygiene_problems
 
+    force = "--force" in args
+    only = [a for a in args if a != "--force"]
     compile_mo()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     status = 0
@@ -31,11 +33,16 @@ def _build(only: list[str]) -> int:
             continue
         out = zh_path(en)
         new = translated_notebook(en)
-        if out.exists() and same_source(json.loads(out.read_text()), new) and "--force" not in only:
+        if out.exists() and same_source(json.loads(out.read_text()), new) and not force:
             print(f"{out.relative_to(OUT_DIR.parent.parent)}: unchanged")
             continue
         out.write_text(json.dumps(new, ensure_ascii=False, indent=1) + "\n")
-        seconds = execute(out)
+        try:
+            seconds = execute(out)
+        except Exception as err:   # a failing cell: say which notebook, go on with the others
+            print(f"{out.relative_to(OUT_DIR.parent.parent)}: FAILED: {type(err).__name__}: {str(err)[-400:]}")
+            status = 1
+            continue
         problems = hygiene_problems(out, OUT_DIR.parent.parent)
         print(f"{out.relative_to(OUT_DIR.parent.parent)}: executed in {seconds:.1f} s"
               + (f"; PROBLEMS: {problems}" if problems else ""))

@@ -162,7 +162,9 @@ def localize(artist) -> None:
                     _hint_shown = True
                     print(tr(FONT_HINT))
                 target = english
-            elif font not in t.get_fontfamily():
+        if _CJK.search(target):   # translated here, or Chinese already (a tr() message a figure shows)
+            font = font or cjk_font()
+            if font is not None and font not in t.get_fontfamily():
                 t.set_fontfamily([*t.get_fontfamily(), font])
         if target != shown:
             t.set_text(target)
