@@ -90,7 +90,8 @@ def _prose_of_code(source: str) -> str:
     try:
         parts += [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
                   if t.type == tokenize.COMMENT]
-        parts += [n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        parts += [n.value for n in ast.walk(ast.parse(source))
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     except (SyntaxError, tokenize.TokenError):
         parts.append(source)
     return "\n".join(parts)

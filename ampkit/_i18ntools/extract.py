@@ -15,7 +15,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Entry", "FIGURE", "figure_nodes", "notebook_entries", "package_entries", "figure_texts", "has_prose", "cell_id"]
+__all__ = ["Entry", "FIGURE", "figure_nodes", "notebook_entries", "package_entries", "figure_texts", "has_prose",
+           "cell_id"]
 
 FIGURE = "figure"
 #: figure calls and the positional argument that is text
@@ -166,7 +167,7 @@ def package_entries(root: Path, skip: tuple[str, ...] = ("_i18ntools", "classroo
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     add(None, arg.value, "message", f"{rel}:{node.lineno}")
-                elif not (isinstance(arg, ast.Name) or isinstance(arg, ast.Attribute) or isinstance(arg, ast.Subscript)):
+                elif not isinstance(arg, (ast.Name, ast.Attribute, ast.Subscript)):
                     problems.append(f"{rel}:{node.lineno}: {_call_name(node)}() needs a literal string "
                                     f"(write tr('... {{x}}', x=x), not an f-string)")
         for text in figure_texts(tree):

@@ -70,4 +70,5 @@ def _source_view(nb: dict) -> list[tuple]:
 
 def same_source(a: dict, b: dict) -> bool:
     """Whether two notebooks have the same cells (type, id, source, metadata); outputs are not compared."""
-    return _source_view(a) == _source_view(b) and a.get("metadata", {}).get("ampkit") == b.get("metadata", {}).get("ampkit")
+    same_meta = a.get("metadata", {}).get("ampkit") == b.get("metadata", {}).get("ampkit")
+    return _source_view(a) == _source_view(b) and same_meta

@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = _on_signals(_interrupt)
     try:
         if _wait_up(proc, args.ip, args.port, timeout=120):
-            print("\n" + banner(args.notebook or None, port=args.port, ip=args.ip, token=token, folder=folder) + "\n", flush=True)
+            shown = banner(args.notebook or None, port=args.port, ip=args.ip, token=token, folder=folder)
+            print("\n" + shown + "\n", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
         return_code = _stop(proc)

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import torch
 
 from ampkit.fp8.mx import ROUNDINGS, check_block, mx_exponents, mx_fake_quantize
-from ampkit.i18n import tr
 from ampkit.fp8.quantize import fp8_name, saturation_threshold
 from ampkit.fp8.tiles import check_tile, from_tiles, tile_fake_quantize, tile_scales, to_tiles
+from ampkit.i18n import tr
 
 __all__ = ["PER_TENSOR", "LOG2_ERROR_FLOOR", "BlockStats", "block_choices", "block_stats", "compare_blocks",
            "tile_stats", "compare_tiles", "tile_label", "outlier_tensor", "log2_error"]

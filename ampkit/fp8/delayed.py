@@ -39,7 +39,6 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
-from ampkit.i18n import tr
 from ampkit.fp8.quantize import (
     QuantReport,
     amax_of,
@@ -52,6 +51,7 @@ from ampkit.fp8.quantize import (
     quant_report,
     quantize,
 )
+from ampkit.i18n import tr
 
 __all__ = ["ALGOS", "RECIPES", "recipe_formats", "DelayedScaling", "StepResult", "delayed_scales",
            "current_scales", "check_algo", "check_history_len", "check_amaxes"]

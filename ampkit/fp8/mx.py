@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
-from ampkit.i18n import tr
 from ampkit.fp8.quantize import FP8_FORMATS, fp8_dtype, fp8_max, fp8_name, fp8_to_float, saturates
+from ampkit.i18n import tr
 
 __all__ = ["ROUNDINGS", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
            "mx_quantize", "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block", "e8m0_encode",

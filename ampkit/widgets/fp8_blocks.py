@@ -32,8 +32,8 @@ from ampkit.fp8.compare import (
     tile_label,
 )
 from ampkit.fp8.mx import ROUNDINGS
-from ampkit.i18n import mark, tr
 from ampkit.fp8.tiles import BLOCK_128X128, TILE_1X128
+from ampkit.i18n import mark, tr
 from ampkit.widgets.style import (
     BAND_COLOURS,
     DPI,

@@ -19,8 +19,8 @@ from matplotlib.patches import Patch
 
 from ampkit._util import check_positive_finite
 from ampkit.dtypes import short_name
-from ampkit.i18n import mark, tr
 from ampkit.formats import FORMATS, Classification, classify, format_name, range_bands
+from ampkit.i18n import mark, tr
 from ampkit.widgets import snapshot
 from ampkit.widgets.style import BAND_COLOURS, BAND_LABELS, DPI, WidgetView, new_figure, png_bytes
 

@@ -44,8 +44,8 @@ from ampkit.widgets.figtext import localize
 from ampkit.widgets.view import WidgetView
 
 __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DPI", "new_figure", "png_bytes",
-           "KitFigure", "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png", "canvas_png",
-           "WidgetView"]
+           "KitFigure", "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png",
+           "canvas_png", "WidgetView"]
 
 #: The format bands, the same colours in every notebook and widget (colour-blind-safe order: grey, amber, green, red).
 BAND_COLOURS = {"flushed": "#8c959f", "subnormal": "#d4a72c", "normal": "#2da44e", "overflow": "#cf222e"}

@@ -4,8 +4,9 @@ the readout, computed by the kernel, is Chinese and shows the kernel's number. S
 import re
 
 import pytest
-from conftest import Lab, LabServer, find_chromium
 from test_scaling_browser import PLOT, READOUT, expected_flushed, shown
+
+from conftest import Lab, LabServer, find_chromium
 
 pytestmark = pytest.mark.browser
 
