@@ -12,7 +12,7 @@ FORCE ?=
 .PHONY: present workshop
 
 present: $(TEST_STAMP) ## Voila dashboards of the notebooks (NB=03: one notebook)
-	$(BIN)/python -m ampkit.classroom.present $(NB) --lang=$(KIT_LANG) $(PRESENT_ARGS)
+	$(BIN)/python -m ampkit.classroom.present $(NB)$(if $(ZH), --lang=$(KIT_LANG)) $(PRESENT_ARGS)
 
 workshop: $(STAMP) ## workshop/: learner copies, outputs cleared, solutions hidden
-	$(BIN)/python -m ampkit.classroom.copies --lang=$(KIT_LANG) $(if $(FORCE),--force)
+	$(BIN)/python -m ampkit.classroom.copies $(if $(ZH),--lang=$(KIT_LANG) )$(if $(FORCE),--force)

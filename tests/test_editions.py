@@ -20,7 +20,8 @@ def _make(tmp_path, *args, env_lang=None):
     for name in ("Makefile", "pyproject.toml", "constraints.txt", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)
-    env = {**os.environ, **({"LANG": env_lang} if env_lang else {})}
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}   # not a sub-make
+    env.update({"LANG": env_lang} if env_lang else {})
     (tmp_path / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
     for stamp in (".ampkit-installed", ".ampkit-test-installed"):   # installed: show only the target's own steps
         (tmp_path / ".venv" / stamp).touch()
@@ -32,7 +33,7 @@ def test_make_lab_lang_zh_cn_opens_the_chinese_edition_with_the_language_pack(tm
     assert out.returncode == 0, out.stderr
     assert "jupyterlab_language_pack_zh_CN" in out.stdout and '".[zh]"' in out.stdout
     assert '{"locale": "%s"}' in out.stdout and "translation-extension/plugin.jupyterlab-settings" in out.stdout
-    lab = out.stdout.strip().splitlines()[-1]
+    lab = next(line for line in out.stdout.splitlines() if " lab --ip=" in line)
     assert "AMPKIT_LANG=zh_CN" in lab and "--ServerApp.root_dir=notebooks/zh_CN" in lab
     assert "JUPYTERLAB_SETTINGS_DIR=" in lab and ".cache/lab-zh_CN/settings" in lab
 
@@ -40,7 +41,7 @@ def test_make_lab_lang_zh_cn_opens_the_chinese_edition_with_the_language_pack(tm
 def test_the_machines_locale_does_not_switch_the_edition(tmp_path):
     out = _make(tmp_path, "lab", env_lang="zh_CN.UTF-8")
     assert out.returncode == 0, out.stderr
-    lab = out.stdout.strip().splitlines()[-1]
+    lab = next(line for line in out.stdout.splitlines() if " lab --ip=" in line)
     assert "AMPKIT_LANG" not in lab and "--ServerApp.root_dir=notebooks " in lab + " "
 
 

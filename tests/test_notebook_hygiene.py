@@ -7,14 +7,14 @@ import pytest
 from ampkit._nbtools import hygiene_problems
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "zh_CN").glob("*.ipynb"))
 
 
 def test_there_are_notebooks():
     assert any(p.name == "00_start_here.ipynb" for p in NOTEBOOKS)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_notebook_is_clean(path):
     assert hygiene_problems(path, ROOT) == []
 
