@@ -35,6 +35,7 @@ FONT_HINT = mark("No Chinese (CJK) font found, so figure text stays in English. 
 _CTX = "figure\x04"
 _LETTERS = re.compile(r"[A-Za-z]{2}")
 _hint_shown = False
+_changed_any = False   # some text was ever translated: English must then be restored on a draw
 
 
 @lru_cache(maxsize=1)
@@ -146,8 +147,10 @@ def translate_figure_text(text: str, lang: str | None = None) -> str:
 def localize(artist) -> None:
     """Translate every text of ``artist`` (a figure, or the artists a widget blits) into the current language
     (see the module docstring); idempotent."""
-    global _hint_shown
+    global _hint_shown, _changed_any
     lang = language()
+    if lang == "en" and not _changed_any:   # the common case, on every redraw: nothing to translate or restore
+        return
     font = None
     for t in artist.findobj(Text):
         shown = t.get_text()
@@ -167,5 +170,6 @@ def localize(artist) -> None:
             if font is not None and font not in t.get_fontfamily():
                 t.set_fontfamily([*t.get_fontfamily(), font])
         if target != shown:
+            _changed_any = True
             t.set_text(target)
         t._ampkit_shown = target
