@@ -1,7 +1,7 @@
 """Developer tools for the Chinese edition (not part of the teaching API; needs ``polib``, a test extra).
 
-    python -m ampkit._i18ntools update            catalogs in step with the English (new entries empty, changed
-                                                   ones fuzzy)
+    python -m ampkit._i18ntools update [NN... ampkit]  catalogs in step with the English (new entries empty,
+                                                   changed ones fuzzy); NN / ampkit: only those catalogs
     python -m ampkit._i18ntools check [PO...]     every problem of the catalogs (all of them by default)
     python -m ampkit._i18ntools build [--force] [NN...]  compile ampkit.mo, generate notebooks/zh_CN/ and execute the
                                                    ones whose source changed (NN: only those notebooks)

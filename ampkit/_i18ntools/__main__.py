@@ -1,4 +1,4 @@
-"""``python -m ampkit._i18ntools update | check [PO...] | build [NN...]`` (see the package docstring)."""
+"""``python -m ampkit._i18ntools update [NN... ampkit] | check [PO...] | build [NN...]`` (see the package docstring)."""
 from __future__ import annotations
 
 import json
@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == "update":
-        for path in update():
+        for path in update(tuple(argv[1:])):
             print(f"updated {path}")
         return 0
     if argv[0] == "check":

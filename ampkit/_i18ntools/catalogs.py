@@ -108,17 +108,23 @@ def _merge(po: polib.POFile, wanted: list[Entry], title: str, literals: set[str]
     return out
 
 
-def update() -> list[Path]:
-    """Bring every catalog in step with the English sources; return the catalogs written."""
+def update(only: tuple[str, ...] = ()) -> list[Path]:
+    """Bring every catalog in step with the English sources; return the catalogs written.
+
+    ``only`` (notebook numbers such as ``"07"``, or ``"ampkit"`` for the package's catalog) limits it to those."""
     written = []
     PO_DIR.mkdir(parents=True, exist_ok=True)
     for nb_path in english_notebooks():
+        if only and not any(nb_path.name.startswith(n) for n in only):
+            continue
         nb = json.loads(nb_path.read_text())
         path = notebook_po(nb_path)
         po = _merge(load(path), notebook_entries(nb, nb_path.name), literals=code_literals(nb), title=
                     f"Simplified Chinese for notebooks/{nb_path.name} (generated: notebooks/{LANG}/{nb_path.name}).\n"
                     "msgctxt is the cell's id; 'figure' entries are figure text (kept English in the code).")
         written.append(_save(po, path))
+    if only and "ampkit" not in only:
+        return written
     entries, problems = package_entries(ROOT / "ampkit")
     if problems:
         raise SystemExit("\n".join(problems))
