@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from ampkit._nbstatic import static_view_problems
+
 __all__ = ["execute", "hygiene_problems", "exercise_problems", "NOTEBOOK_NAME", "MAX_BYTES"]
 
 NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
@@ -59,7 +61,8 @@ _EXERCISE = re.compile(r"\*\*(?:Exercise|练习) ?(\d+)[.。]\*\*")   # the Chin
 
 def exercise_problems(cells: list[dict]) -> list[str]:
     """At least three exercises; each solution cell tagged ``solution``, its source collapsed, its output a
-    closed ``ampkit.exercises.solution`` block (so a first read does not show the answer)."""
+    closed ``ampkit.exercises.solution`` block (so a first read does not show the answer). What a static view
+    shows (the explanation in a closed <details>, no literal answers) is ``ampkit._nbstatic``'s."""
     problems = []
     numbers = {int(m) for c in cells if c.get("cell_type") == "markdown"
                for m in _EXERCISE.findall("".join(c.get("source", "")))}
@@ -79,9 +82,6 @@ def exercise_problems(cells: list[dict]) -> list[str]:
                 problems.append(f"cell {i}: solution source is not collapsed (metadata.jupyter.source_hidden)")
             if "with solution(" not in src:
                 problems.append(f"cell {i}: solution cell does not show its output through exercises.solution")
-            elif src.split("\n", 1)[0].strip() != "with solution(":
-                # JupyterLab and Notebook 7 show a collapsed cell's first line: keep the explanation off it
-                problems.append(f"cell {i}: a solution's first line gives it away (make it just 'with solution(')")
     if solutions < len(numbers):
         problems.append(f"{solutions} solution cells for {len(numbers)} exercises")
     return problems
@@ -109,6 +109,7 @@ def hygiene_problems(path: str | Path, repo_root: str | Path | None = None) -> l
     if "widgets" in nb.get("metadata", {}):
         problems.append("stored widget state in metadata.widgets")
     problems += exercise_problems(cells)
+    problems += static_view_problems(cells)
     root = str(Path(repo_root).resolve()) if repo_root else None
     for i, cell in enumerate(cells):
         for out in cell.get("outputs", []):

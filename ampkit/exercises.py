@@ -3,13 +3,16 @@
 Used by every notebook's "Exercises" section. The pattern, per exercise:
 
     markdown   the question: predict or compute something *before* the kit shows it
-    code       answer_1 = ...        then check("exercise 1", answer_1, expected_1)
-    code       (tag "solution", source collapsed) with solution("Exercise 1", why): ...code that computes it...
+    code       answer_1 = ...        then check("exercise 1", answer_1, expected_1);
+    markdown   <details class="ampkit-solution"><summary>…Exercise 1… (click to reveal)</summary> why … </details>
+    code       (tag "solution", source collapsed) with solution("Exercise 1"): ...code that computes it...
 
 ``expected_1`` is computed in a collapsed set-up cell above the questions, so reading the exercise cell does not
-give the answer away. ``solution`` runs its block (so the notebook test executes and asserts every solution) but
-shows its printed output inside a closed ``<details>`` element: collapsed on a first read in JupyterLab,
-Notebook 7 and Voilà alike, opened with one click.
+give the answer away. The explanation is markdown inside a closed ``<details>``, not a string in code: GitHub,
+nbviewer and an HTML export show every cell's source (they ignore ``source_hidden``), and a closed ``<details>``
+is one deliberate click away in all of them (``ampkit._nbstatic`` checks it). ``solution`` runs its block (so the
+notebook test executes and asserts every solution) but shows its printed output inside a closed ``<details>``
+element: collapsed on a first read in JupyterLab, Notebook 7 and Voilà alike, opened with one click.
 
 >>> check("fp16 max", 65504, 65504)
 ✅ fp16 max: correct.
@@ -97,7 +100,7 @@ def solution_html(title: str, explanation: str = "", printed: str = "") -> str:
     body = f"<p>{_inline_code(explanation)}</p>" if explanation else ""
     if printed.strip():
         body += f"<pre>{html.escape(printed.rstrip())}</pre>"
-    summary = tr("<b>{title}</b> — solution (click to reveal)", title=html.escape(title))
+    summary = tr("<b>{title}</b> — computed here (click to reveal)", title=html.escape(title))
     return f"<details class='ampkit-solution'><summary>{summary}</summary>{body}</details>"
 
 

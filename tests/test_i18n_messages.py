@@ -54,7 +54,7 @@ def test_exercise_verdicts_chinese(zh, capsys):
 def test_solution_header(en):
     from ampkit.exercises import solution_html
 
-    assert "— solution (click to reveal)" in solution_html("Exercise 1")
+    assert "— computed here (click to reveal)" in solution_html("Exercise 1")
     i18n.set_language("zh_CN")
     assert CJK.search(solution_html("Exercise 1")) or not _compiled()
 

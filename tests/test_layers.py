@@ -22,7 +22,8 @@ GROUND = {"ampkit._util", "ampkit._version", "ampkit.formats", "ampkit.device", 
           "ampkit.models", "ampkit.data", "ampkit.protocols", "ampkit.i18n"}
 ENGINE = {"ampkit.precision", "ampkit.scaling", "ampkit.sinking", "ampkit.fp8", "ampkit.diagnose", "ampkit.train",
           "ampkit.timeline"}
-FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools", "ampkit._i18ntools"}
+FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools", "ampkit._nbstatic",
+         "ampkit._i18ntools"}
 
 #: layer -> the layers its modules may import (besides their own package), and why (docs/architecture.md).
 MAY_IMPORT: dict[str, set[str]] = {

@@ -28,14 +28,18 @@ def _code(n, outputs=()):
 
 
 def _exercises(first: int = 1, n: int = 3, hidden: bool = True, tagged: bool = True):
-    """n exercises, each a question, an answer cell and a collapsed, tagged solution cell."""
+    """n exercises, each a question, an answer cell, the explanation in a closed <details> and a collapsed, tagged
+    solution cell that computes its answer."""
     cells = []
     for k in range(n):
         meta = {"tags": ["solution"] if tagged else [], **({"jupyter": {"source_hidden": True}} if hidden else {})}
+        why = (f'<details class="ampkit-solution"><summary><b>Exercise {k + 1}</b> — solution (click to reveal)'
+               "</summary>\n\nBecause.\n\n</details>")
         cells += [{"cell_type": "markdown", "metadata": {}, "source": f"**Exercise {k + 1}.** Predict x."},
-                  {**_code(first + 2 * k), "source": "answer = ..."},
+                  {**_code(first + 2 * k), "source": f'answer = ...\ncheck("exercise {k + 1}", answer, expected);'},
+                  {"cell_type": "markdown", "metadata": {}, "source": why},
                   {**_code(first + 2 * k + 1), "metadata": meta,
-                   "source": f'with solution(\n        "Exercise {k + 1}"):\n    x'}]
+                   "source": f'with solution("Exercise {k + 1}"):\n    x = f()\n    assert check("e", x, expected)'}]
     return cells
 
 
@@ -75,10 +79,45 @@ def test_hygiene_checks_exercises_and_hidden_solutions(tmp_path):
         "not collapsed": _nb([title, *_exercises(1, hidden=False)]),
         "without the 'solution' tag": _nb([title, *_exercises(1, tagged=False)]),
         "3 exercises": _nb([title, *_exercises(1)[:-1]]),  # the last solution cell missing
-        "gives it away": _nb([title, *[{**c, "source": c["source"].replace("(\n        ", "(")}
-                                        for c in _exercises(1)]]),
+        "not 'with solution(\"Exercise N\"):'": _nb([title, *[{**c, "source": c["source"].replace(
+            '("Exercise 1")', '("Exercise 1", "because 256² > 65504")')} for c in _exercises(1)]]),
     }
     for i, (what, nb) in enumerate(cases.items()):
         p = tmp_path / f"0{i}_case.ipynb"
         p.write_text(json.dumps(nb))
         assert any(what in prob for prob in hygiene_problems(p)), (what, hygiene_problems(p))
+
+
+def _planted(cells, k: int, **change) -> list[dict]:
+    return [({**c, **change} if i == k else c) for i, c in enumerate(cells)]
+
+
+def test_static_view_hides_answers_and_has_no_tex(tmp_path):
+    """What GitHub, nbviewer or an HTML export would show by accident (``ampkit._nbstatic``): each planted fault is
+    caught, and the good layout passes."""
+    title = {"cell_type": "markdown", "metadata": {}, "source": "# T"}
+    ex = _exercises(1)
+    good = tmp_path / "01_good.ipynb"
+    good.write_text(json.dumps(_nb([title, *ex])))
+    assert hygiene_problems(good) == []
+    false_out = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                 "data": {"text/plain": "False"}}
+    cases = {
+        "literal answer 256": _planted(ex, 3, source='with solution("Exercise 1"):\n    assert check("e", 256, e1)'),
+        "no <details": _planted(ex, 2, source="The answer is 256 because 256² > 65504."),
+        "bare True/False": _planted(ex, 1, outputs=[false_out]),
+        "expected_4 = math.sqrt(math.sqrt(64))": [{**_code(1), "source": "expected_4 = math.sqrt(math.sqrt(64))"},
+                                                   *ex],
+        "TeX math": [{"cell_type": "markdown", "metadata": {}, "source": "fp16's gap is $2^{-10}$ here."}, *ex],
+    }
+    for i, (what, cells) in enumerate(cases.items()):
+        p = tmp_path / f"0{i}_static.ipynb"
+        p.write_text(json.dumps(_nb([title, *cells])))
+        assert any(what in prob for prob in hygiene_problems(p)), (what, hygiene_problems(p))
+    # computed values, code spans and dollar amounts are fine
+    fine = [{**_code(1), "source": "expected_1 = smallest_overflow()\nexpected_2 = float(torch.finfo(dt).max)"},
+            {"cell_type": "markdown", "metadata": {}, "source": "`echo $HOME` and `$x$` in code; it costs $5 or $6."},
+            *_exercises(2)]
+    p = tmp_path / "09_fine.ipynb"
+    p.write_text(json.dumps(_nb([title, *fine])))
+    assert hygiene_problems(p) == []
