@@ -1,15 +1,16 @@
 """Exercise solutions are hidden on a first read in JupyterLab, Notebook 7 and Voilà — and open with one click.
 
-Each solution cell is hidden two ways (see ``ampkit/exercises.py``): its source is collapsed (cell metadata
-``{"jupyter": {"source_hidden": true}}``, which JupyterLab and Notebook 7 honour; Voilà hides every input) and its
-output is a closed ``<details class='ampkit-solution'>``. nbval still executes every solution cell (its ``assert``
-fails the notebook test), so these tests only check what a learner sees, in the three front-ends.
+Each exercise's answer is hidden (see ``ampkit/exercises.py``): its explanation is markdown inside a closed
+``<details class="ampkit-solution">`` (closed in every viewer, a static one too), the solution cell's source is
+collapsed (cell metadata ``{"jupyter": {"source_hidden": true}}``, which JupyterLab and Notebook 7 honour; Voilà
+hides every input) and its output is a closed ``<details class='ampkit-solution'>``: two closed blocks per exercise.
+nbval still executes every solution cell (its ``assert`` fails the notebook test), so these tests only check what a
+learner sees, in the three front-ends.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -38,14 +39,14 @@ SOLUTION_BODY = "assert check("  # every solution's code ends with one: never vi
 
 
 def _explanations(notebook: str = NOTEBOOK) -> list[str]:
-    """The explanation (2nd argument of ``solution(...)``) of each solution cell, first 20 characters."""
+    """The explanation of each exercise (the markdown inside its closed <details>, after the summary), first 20
+    characters."""
     found = []
     for c in _cells(notebook):
-        if "solution" in c.get("metadata", {}).get("tags", []):
-            src = c["source"] if isinstance(c["source"], str) else "".join(c["source"])
-            m = re.search(r'with solution\(\s*"[^"]*",\s*"([^"]{20})', src)
-            assert m, f"solution cell without an explanation: {src[:80]!r}"
-            found.append(m.group(1))
+        src = c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+        if c["cell_type"] == "markdown" and DETAILS.split(".")[1] in src:
+            found.append(src.split("</summary>", 1)[1].strip()[:20])
+    assert len(found) == _n_solutions(notebook), "one <details> explanation per solution cell"
     return found
 
 
@@ -189,32 +190,36 @@ def _details_state(page, root: str = "") -> list[bool]:
 
 
 def _open_first_and_check(page, details_selector: str) -> str:
-    """Click the first solution's <summary>: it opens and shows the explanation and printed check; return its text."""
-    first = page.locator(details_selector).first
-    first.scroll_into_view_if_needed()
-    hidden_text = first.inner_text()
-    assert "solution (click to reveal)" in hidden_text and "(solution): correct" not in hidden_text
-    first.locator("summary").click()
-    page.wait_for_function(f"() => document.querySelector({json.dumps(details_selector)}).open === true")
-    shown = first.inner_text()
-    assert "exercise 1 (solution): correct" in shown, shown
-    assert "65504" in shown, shown  # Exercise 1's explanation is now on screen
-    return shown
+    """Click the first exercise's two <summary>s (its explanation, then its computed check): each opens and shows
+    what it hid; return the text of both."""
+    explanation, computed = page.locator(details_selector).nth(0), page.locator(details_selector).nth(1)
+    explanation.scroll_into_view_if_needed()
+    hidden_text = explanation.inner_text() + computed.inner_text()
+    assert "solution (click to reveal)" in hidden_text and "computed here (click to reveal)" in hidden_text
+    assert "65504" not in hidden_text and "(solution): correct" not in hidden_text
+    shown = []
+    for i, block in enumerate((explanation, computed)):
+        block.locator("summary").click()
+        page.wait_for_function(f"() => document.querySelectorAll({json.dumps(details_selector)})[{i}].open === true")
+        shown.append(block.inner_text())
+    assert "65504" in shown[0], shown[0]  # Exercise 1's explanation is now on screen
+    assert "exercise 1 (solution): correct" in shown[1], shown[1]
+    return "\n".join(shown)
 
 
 def test_jupyterlab_solutions_collapsed_and_open_on_click(lab):
     page = lab.open_and_run(NOTEBOOK)
     selector = f".jp-NotebookPanel {DETAILS}"
-    n = _n_solutions()
+    n = 2 * _n_solutions()
     page.wait_for_function(f"n => document.querySelectorAll({json.dumps(selector)}).length === n", arg=n)
     assert _details_state(page, ".jp-NotebookPanel") == [False] * n  # re-executed by Run All: still closed
     # the sources are collapsed: JupyterLab shows a placeholder (the "..." bar) instead of each hidden input
     placeholders = page.locator(".jp-NotebookPanel .jp-InputPlaceholder").count()
-    assert placeholders == _n_source_hidden() >= n
+    assert placeholders == _n_source_hidden() > n // 2
     assert SOLUTION_BODY not in page.locator(".jp-NotebookPanel").inner_text()
     lab.screenshot(page, "solutions-jupyterlab-closed", near=selector)
     _open_first_and_check(page, selector)
-    assert _details_state(page, ".jp-NotebookPanel") == [True] + [False] * (n - 1)
+    assert _details_state(page, ".jp-NotebookPanel") == [True, True] + [False] * (n - 2)
     lab.screenshot(page, "solutions-jupyterlab-opened", near=selector)
     lab.assert_clean(page)
 
@@ -225,17 +230,17 @@ def test_notebook7_solutions_collapsed_and_open_on_click(served, browser):
     page = _open_browser_page(browser, f"{served.url}/notebooks/{NOTEBOOK}?token={served.token}", errors)
     try:
         selector = f".jp-Notebook {DETAILS}"
-        n = _n_solutions()
+        n = 2 * _n_solutions()
         # the committed outputs are shown as saved: every solution's closed <details>
         page.wait_for_function(f"n => document.querySelectorAll({json.dumps(selector)}).length === n", arg=n,
                                timeout=60_000)
         assert _details_state(page, ".jp-Notebook") == [False] * n
         placeholders = page.locator(".jp-Notebook .jp-InputPlaceholder").count()
-        assert placeholders == _n_source_hidden() >= n
+        assert placeholders == _n_source_hidden() > n // 2
         assert SOLUTION_BODY not in page.locator(".jp-Notebook").inner_text()
         Lab.screenshot(None, page, "solutions-notebook7-closed", near=selector)
         _open_first_and_check(page, selector)
-        assert _details_state(page, ".jp-Notebook") == [True] + [False] * (n - 1)
+        assert _details_state(page, ".jp-Notebook") == [True, True] + [False] * (n - 2)
         Lab.screenshot(None, page, "solutions-notebook7-opened", near=selector)
         # Notebook 7.6.5's own start-up error (JupyterLab's shortcuts plugin reads `plugins[id].schema` of a plugin
         # Notebook 7 does not load; raised from notebook_core before any notebook is shown): not the kit's
@@ -264,7 +269,7 @@ def test_voila_solutions_collapsed_and_open_on_click(served, browser):
     page = _open_browser_page(browser, f"{served.url}/?token={served.token}", errors,
                               extra_benign=("Failed to load resource", "net::ERR_NAME_NOT_RESOLVED"))
     try:
-        n = _n_solutions()
+        n = 2 * _n_solutions()
         # Voilà executes the notebook for this visit; the solutions come in as their cells run
         page.wait_for_function(f"n => document.querySelectorAll({json.dumps(DETAILS)}).length === n", arg=n,
                                timeout=90_000)
@@ -274,7 +279,7 @@ def test_voila_solutions_collapsed_and_open_on_click(served, browser):
         assert "(solution): correct" not in text  # the solutions' printed checks are inside the closed <details>
         Lab.screenshot(None, page, "solutions-voila-closed", near=DETAILS)
         _open_first_and_check(page, DETAILS)
-        assert _details_state(page) == [True] + [False] * (n - 1)
+        assert _details_state(page) == [True, True] + [False] * (n - 2)
         Lab.screenshot(None, page, "solutions-voila-opened", near=DETAILS)
         assert "with solution(" not in page.locator("body").inner_text()
         assert not errors, "\n".join(errors)
