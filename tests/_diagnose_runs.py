@@ -10,6 +10,7 @@ import torch.optim.optimizer as optimizer_globals
 
 from ampkit.data import make_blobs
 from ampkit.diagnose import NonFiniteHunter
+from ampkit.lessons.amp_in_practice import SPIKE_FACTOR
 from ampkit.models import MLP
 from ampkit.precision import apply_level
 from ampkit.scaling import DynamicLossScaler
@@ -22,16 +23,17 @@ def task(seed=0):
     return MLP(8, 32, 3, depth=2), X, y
 
 
-def make_batches(X, y, steps, poison=frozenset(), fixed_batch=False):
+def make_batches(X, y, steps, poison=frozenset(), fixed_batch=False, factor=1e5):
+    """``poison``: steps whose inputs are multiplied by ``factor`` (1e5: a forward overflow in fp16)."""
     out = []
     for step in range(steps):
         i = 0 if fixed_batch else (step * 16) % 64
         xb, yb = X[i:i + 16], y[i:i + 16]
-        out.append((xb * 1e5 if step in poison else xb, yb))
+        out.append((xb * factor if step in poison else xb, yb))
     return out
 
 
-def amp_run(model, X, y, steps, dtype, scaler, loss_fn=F.cross_entropy, lr=0.05, poison=frozenset()):
+def amp_run(model, X, y, steps, dtype, scaler, loss_fn=F.cross_entropy, lr=0.05, poison=frozenset(), factor=1e5):
     opt = torch.optim.SGD(model.parameters(), lr=lr)
 
     def step(xb, yb):
@@ -44,7 +46,7 @@ def amp_run(model, X, y, steps, dtype, scaler, loss_fn=F.cross_entropy, lr=0.05,
         scaler.update()
         return loss
     return SimpleNamespace(model=model, optimizer=opt, scaler=scaler, step=step,
-                           batches=make_batches(X, y, steps, poison))
+                           batches=make_batches(X, y, steps, poison, factor=factor))
 
 
 def forward_overflow(fixed):
@@ -70,7 +72,8 @@ def log_of_zero(fixed):
 def transient(fixed):
     model, X, y = task()
     scaler = DynamicLossScaler(hysteresis=2) if fixed else torch.amp.GradScaler("cpu")
-    return amp_run(model, X, y, 16, torch.float16, scaler, poison=frozenset({5, 11}))
+    # the scenario's outlier batches: a finite loss, scaled gradients that overflow in the backward pass
+    return amp_run(model, X, y, 16, torch.float16, scaler, poison=frozenset({5, 11}), factor=SPIKE_FACTOR)
 
 
 def scale_too_low(fixed):

@@ -1,11 +1,16 @@
 """The doctor's scenarios: each broken run is diagnosed as what it is, and its fix makes it healthy."""
+import math
+
 import pytest
 import torch
 from torch import nn
 
+from ampkit.diagnose.health import FP16_MAX
 from ampkit.lessons.amp_in_practice import SCENARIOS, diagnose_model, outlier_run, run_scenario, scenario_names
 from ampkit.models import MLP
 from ampkit.scaling import DynamicLossScaler
+from ampkit.scaling.presets import preset
+from ampkit.scaling.replays import replay_flags
 
 EXPECTED = {  # scenario -> words the broken run's diagnosis must contain
     "fp16 forward overflow": ["forward pass", "net.2", "GradScaler cannot fix"],
@@ -73,10 +78,23 @@ def test_outlier_run_hysteresis_both_ways():
     for label, scaler in [("torch", torch.amp.GradScaler("cpu")),
                           ("consecutive", DynamicLossScaler(hysteresis=2, consecutive_hysteresis=True)),
                           ("deepspeed default", DynamicLossScaler(hysteresis=2, consecutive_hysteresis=False))]:
-        h = outlier_run(scaler)
+        r = outlier_run(scaler)
+        h = r.history
         assert [i for i, s in enumerate(h.skipped) if s] == [5, 11], label   # every spike is skipped
         drops[label] = [i for i in range(1, h.steps) if h.scales[i] < h.scales[i - 1]]
+        for i in (5, 11):   # the case hysteresis is for: a finite loss, scaled gradients that overflow in backward
+            assert math.isfinite(r.losses[i]) and r.first_inf[i].phase == "backward", label
+            assert r.grad_max[i] < FP16_MAX < r.grad_max[i] * h.scales[i], label
     assert drops == {"torch": [6, 12], "consecutive": [], "deepspeed default": [12]}
+
+
+def test_outlier_run_matches_deepspeeds_rule():
+    """The kit's DynamicLossScaler(hysteresis=2, consecutive_hysteresis=False) takes the scales DeepSpeed's
+    update_scale (the "deepspeed" preset, a transliteration) takes over the same overflows."""
+    for kit, name in ((DynamicLossScaler(hysteresis=2, consecutive_hysteresis=False), "deepspeed"),
+                      (DynamicLossScaler(hysteresis=2), "deepspeed-consecutive")):
+        h = outlier_run(kit).history
+        assert replay_flags(preset(name), h.skipped).scales == h.scales, name
 
 
 def test_outlier_run_bad_input():

@@ -22,14 +22,15 @@ from ampkit._util import check_int
 from ampkit.data import make_blobs
 from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_headroom
 from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify_run
-from ampkit.diagnose.hunter import NonFiniteHunter
+from ampkit.diagnose.hunter import NonFiniteEvent, NonFiniteHunter
 from ampkit.dtypes import short_name
 from ampkit.i18n import tr
 from ampkit.models import MLP
 from ampkit.precision import apply_level
 from ampkit.scaling import DynamicLossScaler
 
-__all__ = ["DoctorReport", "SCENARIOS", "run_scenario", "diagnose_model", "scenario_names", "outlier_run"]
+__all__ = ["DoctorReport", "SCENARIOS", "run_scenario", "diagnose_model", "scenario_names", "outlier_run", "OutlierRun",
+           "SPIKE_FACTOR"]
 
 
 @dataclass
@@ -50,28 +51,42 @@ def _task(seed: int = 0):
     return MLP(8, 32, 3, depth=2), X, y
 
 
+SPIKE_FACTOR = 30.0
+"""An outlier batch's inputs are this many times their usual size: the forward pass and the loss stay finite (the
+largest fp16 activation is in the tens), but the gradients grow with the inputs, and times the scale 2**16 they
+pass fp16's max in the backward pass (notebook 05 §2.2 measures both)."""
+
+
 def _train(model, X, y, steps, dtype, scaler=None, loss_fn: Callable = F.cross_entropy, optimizer=None,
-           poison: frozenset = frozenset()):
-    """A canonical autocast + scaler loop (``dtype=None``: no autocast); returns (losses, recorder or None)."""
+           poison: frozenset = frozenset(), probe: Callable | None = None):
+    """A canonical autocast + scaler loop (``dtype=None``: no autocast); returns (losses, recorder or None).
+    ``poison``: steps whose batch is an outlier (inputs x :data:`SPIKE_FACTOR`). ``probe(step, xb, yb, run)``, if
+    given, is called at each poisoned step with ``run()``, the step itself, and must call it once."""
     opt = optimizer or torch.optim.SGD(model.parameters(), lr=0.05)
     rec = RecordingScaler(scaler) if scaler is not None else None
     losses = []
     for step in range(steps):
         xb, yb = X[(step * 16) % 64:(step * 16) % 64 + 16], y[(step * 16) % 64:(step * 16) % 64 + 16]
         if step in poison:
-            xb = xb * 1e5                              # an outlier batch: one spike
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
-            out = model(xb)
-        loss = check_scalar_loss(loss_fn(out.float(), yb))
-        losses.append(float(loss.detach()))
-        if rec is None:
-            loss.backward()
-            opt.step()
+            xb = xb * SPIKE_FACTOR                     # an outlier batch: one spike
+
+        def run(xb=xb, yb=yb):
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+                out = model(xb)
+            loss = check_scalar_loss(loss_fn(out.float(), yb))
+            losses.append(float(loss.detach()))
+            if rec is None:
+                loss.backward()
+                opt.step()
+            else:
+                rec.scale(loss).backward()
+                rec.step(opt)
+                rec.update()
+        if probe is not None and step in poison:
+            probe(step, xb, yb, run)
         else:
-            rec.scale(loss).backward()
-            rec.step(opt)
-            rec.update()
+            run()
     return losses, rec
 
 
@@ -86,21 +101,48 @@ def _headroom_evidence(rows) -> dict:
             "bits": [r.overflow_bits for r in rows], "dtype": rows[0].dtype}
 
 
-def outlier_run(scaler, steps: int = 16, outliers: tuple[int, ...] = (5, 11), seed: int = 0) -> ScalerHistory:
-    """The "transient spikes" run with any scaler: ``steps`` fp16 steps of the doctor's MLP, the batches at
-    ``outliers`` multiplied by 1e5 (each makes the scaled gradients overflow once). Returns the recorded history.
+@dataclass(frozen=True)
+class OutlierRun:
+    """:func:`outlier_run`'s record. ``history``: the scaler's (``skipped``: the scaled gradients held inf/NaN);
+    ``losses``: the loss of every step (unscaled). Per outlier step: ``first_inf``, the first inf/NaN the hunter
+    found in that training step (or ``None``), and ``grad_max``, the largest |gradient| of the same batch in an fp16
+    autocast backward *without* the scale (``inf`` if that already overflowed)."""
 
-    >>> h = outlier_run(torch.amp.GradScaler("cpu"), steps=8, outliers=(5,))
-    >>> h.skipped.index(True), h.scales[5] / h.scales[6]
-    (5, 2.0)
+    history: ScalerHistory
+    losses: list[float]
+    first_inf: dict[int, NonFiniteEvent | None]
+    grad_max: dict[int, float]
+
+
+def outlier_run(scaler, steps: int = 16, outliers: tuple[int, ...] = (5, 11), seed: int = 0) -> OutlierRun:
+    """The "transient spikes" run with any scaler: ``steps`` fp16 steps of the doctor's MLP; the batches at
+    ``outliers`` are outliers (inputs x :data:`SPIKE_FACTOR`): their loss is finite, their gradients are large,
+    and at the scale 2**16 the *scaled* gradients pass fp16's max in the backward pass. The case hysteresis is for.
+
+    >>> r = outlier_run(torch.amp.GradScaler("cpu"), steps=8, outliers=(5,))
+    >>> r.history.skipped.index(True), r.history.scales[5] / r.history.scales[6], math.isfinite(r.losses[5])
+    (5, 2.0, True)
+    >>> r.first_inf[5].phase
+    'backward'
     """
     steps = check_int("steps", steps, minimum=1)
     if not isinstance(outliers, (tuple, list, set, frozenset)) or not all(
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < steps for i in outliers):
         raise ValueError(f"outliers must be a tuple of step numbers in 0..{steps - 1}; got {outliers!r}")
     model, X, y = _task(check_int("seed", seed, minimum=0))
-    _, rec = _train(model, X, y, steps, torch.float16, scaler, poison=frozenset(outliers))
-    return rec.history
+    first_inf: dict[int, NonFiniteEvent | None] = {}
+    grad_max: dict[int, float] = {}
+
+    def probe(step, xb, yb, run):
+        with torch.autocast("cpu", dtype=torch.float16):       # the same batch, backward without the scale
+            loss = F.cross_entropy(model(xb).float(), yb)
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        grad_max[step] = max(float(g.abs().max()) for g in grads)
+        with NonFiniteHunter(model) as h:                      # the training step itself, watched op by op
+            run()
+        first_inf[step] = h.first
+    losses, rec = _train(model, X, y, steps, torch.float16, scaler, poison=frozenset(outliers), probe=probe)
+    return OutlierRun(rec.history, losses, first_inf, grad_max)
 
 
 def _forward_overflow(fixed: bool) -> DoctorReport:
