@@ -51,10 +51,10 @@ def _task(seed: int = 0):
     return MLP(8, 32, 3, depth=2), X, y
 
 
-SPIKE_FACTOR = 30.0
+SPIKE_FACTOR = 100.0
 """An outlier batch's inputs are this many times their usual size: the forward pass and the loss stay finite (the
-largest fp16 activation is in the tens), but the gradients grow with the inputs, and times the scale 2**16 they
-pass fp16's max in the backward pass (notebook 05 §2.2 measures both)."""
+largest value of the fp16 forward pass is a few hundred), but the gradients grow with the inputs, and times the
+scale 2**16 they pass fp16's max in the backward pass (notebook 05 §2.2 measures both)."""
 
 
 def _train(model, X, y, steps, dtype, scaler=None, loss_fn: Callable = F.cross_entropy, optimizer=None,
@@ -105,12 +105,15 @@ def _headroom_evidence(rows) -> dict:
 class OutlierRun:
     """:func:`outlier_run`'s record. ``history``: the scaler's (``skipped``: the scaled gradients held inf/NaN);
     ``losses``: the loss of every step (unscaled). Per outlier step: ``first_inf``, the first inf/NaN the hunter
-    found in that training step (or ``None``), and ``grad_max``, the largest |gradient| of the same batch in an fp16
-    autocast backward *without* the scale (``inf`` if that already overflowed)."""
+    found in that training step (or ``None``); ``act_max``, the largest magnitude the step's fp16 autocast forward
+    pass holds (the batch, which autocast casts to fp16 at the first linear layer, and every module's output);
+    ``grad_max``, the largest |gradient| of the same batch in an fp16 autocast backward *without* the scale
+    (``inf`` if that already overflowed)."""
 
     history: ScalerHistory
     losses: list[float]
     first_inf: dict[int, NonFiniteEvent | None]
+    act_max: dict[int, float]
     grad_max: dict[int, float]
 
 
@@ -131,18 +134,25 @@ def outlier_run(scaler, steps: int = 16, outliers: tuple[int, ...] = (5, 11), se
         raise ValueError(f"outliers must be a tuple of step numbers in 0..{steps - 1}; got {outliers!r}")
     model, X, y = _task(check_int("seed", seed, minimum=0))
     first_inf: dict[int, NonFiniteEvent | None] = {}
+    act_max: dict[int, float] = {}
     grad_max: dict[int, float] = {}
 
     def probe(step, xb, yb, run):
+        outs = [float(xb.abs().max())]
+        hooks = [m.register_forward_hook(lambda m, a, o: outs.append(float(o.detach().abs().max())))
+                 for m in model.net]
         with torch.autocast("cpu", dtype=torch.float16):       # the same batch, backward without the scale
             loss = F.cross_entropy(model(xb).float(), yb)
+        for hk in hooks:
+            hk.remove()
+        act_max[step] = max(outs)
         grads = torch.autograd.grad(loss, list(model.parameters()))
         grad_max[step] = max(float(g.abs().max()) for g in grads)
         with NonFiniteHunter(model) as h:                      # the training step itself, watched op by op
             run()
         first_inf[step] = h.first
     losses, rec = _train(model, X, y, steps, torch.float16, scaler, poison=frozenset(outliers), probe=probe)
-    return OutlierRun(rec.history, losses, first_inf, grad_max)
+    return OutlierRun(rec.history, losses, first_inf, act_max, grad_max)
 
 
 def _forward_overflow(fixed: bool) -> DoctorReport:
@@ -278,7 +288,8 @@ def _adam_eps(fixed: bool) -> DoctorReport:
                         tr("eps={eps:g} is {in_fp16:g} in fp16; parameters finite after 4 steps: {finite}; {where}",
                            eps=eps, in_fp16=in_fp16, finite=finite, where=where),
                         tr("applied: eps=1e-4 (representable in fp16)") if fixed else
-                        tr("keep fp32 master weights (O2) or use an eps fp16 can hold (>= 6e-8; 1e-4 is common)"),
+                        tr("keep fp32 master weights (O2) or use an eps that fp16 does not round to 0 (the fix uses "
+                           "1e-4)"),
                         {"kind": "losses", "losses": losses})
 
 
