@@ -15,7 +15,7 @@ from ampkit.fp8 import (
     scaled_mm_available,
     to_fp8,
 )
-from ampkit.lessons.fp8_scaling import gemm_tensors, make_task, record_amax_run, train_mode
+from ampkit.lessons.fp8_scaling import backward_operand_formats, gemm_tensors, make_task, record_amax_run, train_mode
 from ampkit.models import MLP
 
 
@@ -62,6 +62,19 @@ def test_backward_uses_e5m2_on_the_output_gradient():
     assert torch.allclose(dx.float(), gd5 @ wd, rtol=1e-6, atol=1e-7)
     assert torch.allclose(dw.float(), gd5.t() @ xd, rtol=1e-6, atol=1e-7)
     assert not torch.allclose(dx.float(), gd4 @ wd, rtol=1e-6, atol=1e-7)     # not e4m3: the test can fail
+
+
+@pytest.mark.parametrize("recipe", ["HYBRID", "E4M3"])
+def test_backward_gemms_reuse_the_forward_casts_of_x_and_w(recipe):
+    """The record of each GEMM's operands (``Fp8Linear.gemms``) and the measurement (which formats reproduce dX and
+    dW) agree: under HYBRID only dY is e5m2, once in each backward GEMM; X and W stay e4m3 (notebook 06, exercise 3)."""
+    _, f8 = _pair(Fp8Recipe(recipe=recipe, scaling="current"))
+    f8(torch.randn(4, 64)).sum().backward()
+    fwd, bwd = f8.recipe.formats["input"], f8.recipe.formats["grad_output"]
+    assert f8.gemms == {"fprop": (("X", fwd), ("W", fwd)), "dgrad": (("dY", bwd), ("W", fwd)),
+                        "wgrad": (("dY", bwd), ("X", fwd))}
+    if recipe == "HYBRID":
+        assert backward_operand_formats() == {"dgrad": ("e5m2", "e4m3"), "wgrad": ("e5m2", "e4m3")}
 
 
 def test_delayed_state_advances_once_per_call():

@@ -113,6 +113,8 @@ class _Fp8LinearFn(torch.autograd.Function):
         wd = dequantize(quantize(weight, sw, fmt["weight"]), sw)
         ctx.save_for_backward(xd, wd)
         ctx.layer, ctx.has_bias = layer, bias is not None
+        ctx.saved_formats = {"X": fmt["input"], "W": fmt["weight"]}     # what the saved operands were cast to
+        layer.gemms["fprop"] = (("X", fmt["input"]), ("W", fmt["weight"]))
         y = xd @ wd.t()                      # fp32 products and sums (a GPU's fp8 GEMM may accumulate in fewer bits)
         return y + bias if bias is not None else y
 
@@ -121,7 +123,11 @@ class _Fp8LinearFn(torch.autograd.Function):
         xd, wd = ctx.saved_tensors
         layer = ctx.layer
         sg = layer._scale("grad_output", g)
-        gd = dequantize(quantize(g, sg, layer.recipe.formats["grad_output"]), sg)
+        fg = layer.recipe.formats["grad_output"]
+        gd = dequantize(quantize(g, sg, fg), sg)
+        # X and W are not cast again: the backward GEMMs reuse the forward pass's fp8 copies (as Transformer Engine)
+        layer.gemms["dgrad"] = (("dY", fg), ("W", ctx.saved_formats["W"]))
+        layer.gemms["wgrad"] = (("dY", fg), ("X", ctx.saved_formats["X"]))
         g2, x2 = gd.reshape(-1, gd.shape[-1]), xd.reshape(-1, xd.shape[-1])
         grad_b = g.reshape(-1, g.shape[-1]).sum(0) if ctx.has_bias else None
         return gd @ wd, g2.t() @ x2, grad_b, None
@@ -132,7 +138,8 @@ class Fp8Linear(nn.Linear):
 
     ``states``: one :class:`~ampkit.fp8.delayed.DelayedScaling` per tensor (input, weight, grad_output) in delayed
     mode. ``log``: per tensor, the (scale, amax) of every call. ``keep_values=True`` also keeps each call's
-    sorted magnitudes in ``values`` (for the amax-history explorer).
+    sorted magnitudes in ``values`` (for the amax-history explorer). ``gemms``: for the last call of each GEMM
+    (``"fprop"`` Y = X·Wᵀ, ``"dgrad"`` dX = dY·W, ``"wgrad"`` dW = dYᵀ·X), its fp8 operands as ``(name, format)``.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, recipe: Fp8Recipe | None = None):
@@ -148,6 +155,7 @@ class Fp8Linear(nn.Linear):
         self.log: dict[str, list[tuple[float, float]]] = {t: [] for t in TENSORS}
         self.keep_values = False
         self.values: dict[str, list[torch.Tensor]] = {t: [] for t in TENSORS}
+        self.gemms: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def _scale(self, name: str, t: torch.Tensor) -> float:
         amax = amax_of(t)

@@ -8,7 +8,8 @@ by ``spike_factor`` — the kind of outlier batch that makes a stale (delayed) a
 
 :func:`gemm_tensors` returns, for one batch, the three tensors a linear layer's GEMMs cast to fp8 in Transformer
 Engine — its input activation ``X``, its weight ``W`` and the gradient of its output ``dY`` — and, for contrast,
-the weight gradient ``dW``, which is a GEMM *output* and stays in higher precision.
+the weight gradient ``dW``, which is a GEMM *output* and stays in higher precision. :func:`backward_operand_formats`
+measures which fp8 format each operand of the two backward GEMMs was in.
 """
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from torch import nn
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_blobs
 from ampkit.fp8.linear import Fp8Linear, Fp8Recipe, to_fp8
-from ampkit.fp8.quantize import saturation_threshold
+from ampkit.fp8.quantize import current_scale, fake_quantize, saturation_threshold
 from ampkit.models import MLP
 
 __all__ = ["MODES", "RunResult", "train_mode", "AmaxRecording", "record_amax_run", "saturation_per_step",
-           "flush_per_step", "make_task", "gemm_tensors"]
+           "flush_per_step", "make_task", "gemm_tensors", "backward_operand_formats"]
 
 MODES = ("fp32", "bf16", "fp8")
 
@@ -175,6 +176,36 @@ def gemm_tensors(model: nn.Module, X: torch.Tensor, y: torch.Tensor, layer: int 
            "dW": lin.weight.grad.detach().clone()}
     model.zero_grad(set_to_none=True)
     return out
+
+
+def backward_operand_formats(seed: int = 0) -> dict[str, tuple[str, str]]:
+    """Which fp8 format each operand of an :class:`Fp8Linear`'s backward GEMMs was in, *measured*, not read from
+    the recipe: one forward and backward pass (HYBRID, current scaling), then for every operand both formats are
+    tried and the pair that reproduces the layer's result is kept. ``{"dgrad": (format of dY, format of W),
+    "wgrad": (format of dY, format of X)}`` for dX = dY·W and dW = dYᵀ·X.
+
+    >>> backward_operand_formats()["dgrad"][0]
+    'e5m2'
+    """
+    g = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    layer = Fp8Linear(64, 32, recipe=Fp8Recipe(scaling="current"))
+    x = torch.randn(16, 64, generator=g).requires_grad_(True)
+    dy = torch.randn(16, 32, generator=g)
+    layer(x).backward(dy)
+
+    def versions(t: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {f: fake_quantize(t, current_scale(t, f), f) for f in ("e4m3", "e5m2")}
+
+    def which(result: torch.Tensor, a: dict, b: dict, gemm) -> tuple[str, str]:
+        tol = 1e-5 * float(result.abs().max())
+        hits = [(fa, fb) for fa in a for fb in b if float((gemm(a[fa], b[fb]) - result).abs().max()) <= tol]
+        if len(hits) != 1:
+            raise RuntimeError(f"the backward GEMM matches {len(hits)} format pairs, not one: {hits}")
+        return hits[0]
+
+    q_dy, q_w, q_x = versions(dy), versions(layer.weight.detach()), versions(x.detach())
+    return {"dgrad": which(x.grad, q_dy, q_w, lambda a, b: a @ b),
+            "wgrad": which(layer.weight.grad, q_dy, q_x, lambda a, b: a.t() @ b)}
 
 
 def saturation_per_step(sorted_abs: torch.Tensor, scales: torch.Tensor, fmt: str) -> torch.Tensor:
