@@ -37,7 +37,7 @@ from ampkit.precision import (
 )
 from ampkit.protocols import Scaler
 
-__all__ = ["train_step", "History", "train", "evaluate", "make_optimizer", "OPTIMIZERS"]
+__all__ = ["train_step", "History", "train", "evaluate", "make_optimizer", "OPTIMIZERS", "Progress"]
 
 #: Optimizer names accepted by :func:`make_optimizer` / :func:`train`.
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam", "adamw")
@@ -149,6 +149,69 @@ def make_optimizer(name: str | Callable, params, lr: float) -> torch.optim.Optim
                         choices=", ".join(OPTIMIZERS), name=name))
 
 
+class Progress:
+    """:func:`train`'s progress bar: tqdm's meter line (``O2 fp16: 100%|██████████| 30/30 [00:00<00:00, …]``).
+
+    In a Jupyter kernel the line is one plain-text output redrawn in place through an IPython display handle (at
+    most every ``mininterval`` seconds, and always when the run ends), so a notebook saved after the run stores
+    the *finished* line: tqdm's notebook widget would store its first state ("0/30") as the text a reader without
+    a kernel sees. Elsewhere (a terminal, a script) it is tqdm's own bar on stderr, cleared when done.
+
+    >>> bar = Progress(3, "O1 bf16", notebook=False, file=None)
+    >>> for loss in (0.9, 0.5, 0.2):
+    ...     bar.update(f"loss={loss}")
+    >>> bar.close(); bar.n, bar.line().split("|")[2].split("[")[0].strip()
+    (3, '3/3')
+    """
+
+    def __init__(self, total: int, desc: str = "", notebook: bool | None = None, mininterval: float = 0.1,
+                 file: Any = "stderr"):
+        self.total, self.desc, self.n, self.postfix = check_int("total", total), desc, 0, ""
+        self.mininterval = mininterval
+        self._t0 = self._shown = time.perf_counter()
+        if notebook is None:   # deferred: IPython is needed only when a bar is asked for
+            from IPython import get_ipython
+
+            shell = get_ipython()
+            notebook = shell is not None and shell.__class__.__name__ != "TerminalInteractiveShell"
+        self._handle = self._tqdm = None
+        if notebook:
+            from IPython.display import display
+
+            self._handle = display({"text/plain": self.line()}, raw=True, display_id=True)
+        elif file is not None:
+            import sys
+
+            from tqdm import tqdm
+
+            self._tqdm = tqdm(total=self.total, desc=desc, leave=False, unit="step",
+                              file=sys.stderr if file == "stderr" else file)
+
+    def line(self) -> str:
+        """The meter as it stands: description, bar, count, elapsed<remaining, rate and the postfix."""
+        from tqdm import tqdm
+
+        return tqdm.format_meter(self.n, self.total, time.perf_counter() - self._t0, prefix=f"{self.desc}: ",
+                                 unit="step", postfix=self.postfix or None)
+
+    def update(self, postfix: str = "") -> None:
+        """One more step done; ``postfix`` (e.g. ``"loss=0.239"``) follows the rate."""
+        self.n, self.postfix = self.n + 1, postfix
+        if self._tqdm is not None:
+            self._tqdm.update(1)
+            self._tqdm.set_postfix_str(postfix, refresh=False)
+        elif self._handle is not None and time.perf_counter() - self._shown >= self.mininterval:
+            self._shown = time.perf_counter()
+            self._handle.update({"text/plain": self.line()}, raw=True)
+
+    def close(self) -> None:
+        """Draw the final state (in a notebook, the line that stays behind) or clear tqdm's bar."""
+        if self._tqdm is not None:
+            self._tqdm.close()
+        elif self._handle is not None:
+            self._handle.update({"text/plain": self.line()}, raw=True)
+
+
 def _batch_source(data, batch_size: int, seed: int):
     if isinstance(data, tuple) and len(data) == 2 and all(isinstance(t, torch.Tensor) for t in data):
         return batches(data[0], data[1], batch_size, seed=seed, epochs=None)
@@ -168,7 +231,7 @@ def train(model: nn.Module | MixedPrecision, data, level: str = "O0", dtype: str
     :class:`MixedPrecision` from :func:`~ampkit.precision.apply_level` (its level and optimizer are used).
     ``data``: ``(X, y)`` tensors (shuffled mini-batches of ``batch_size``, seeded by ``seed``, cycled) or any
     iterable of ``(x, y)`` batches (training stops early if it runs out). ``scaler``: Scaler protocol:
-    ampkit.scaling.Scaler (or ``None``). ``progress`` shows a tqdm bar; ``eval_data`` gives
+    ampkit.scaling.Scaler (or ``None``). ``progress`` shows a progress bar (:class:`Progress`); ``eval_data`` gives
     ``History.accuracy`` (argmax accuracy) at the end.
 
     ``callback(step, history)`` runs after each step (``history`` holds that step already); if the callback also
@@ -190,11 +253,7 @@ def train(model: nn.Module | MixedPrecision, data, level: str = "O0", dtype: str
         raise TypeError(f"callback must be callable as callback(step, history); got {type(callback).__name__}")
     hist = History(level=mp.level, dtype=format_name(mp.dtype))
     source = _batch_source(data, batch_size, seed)
-    bar = None
-    if progress:  # tqdm.auto is imported only when asked for: in a notebook it loads ipywidgets
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc=level_label(mp.level, mp.dtype), leave=False)
+    bar = Progress(steps, level_label(mp.level, mp.dtype)) if progress else None
     mp.model.train()
     for step in range(steps):
         try:
@@ -211,8 +270,7 @@ def train(model: nn.Module | MixedPrecision, data, level: str = "O0", dtype: str
         hist.scales.append(scale)
         hist.skipped.append(mp.last_step_skipped() if scaler is not None else False)
         if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{value:.4g}")
+            bar.update(f"loss={value:.4g}")
         if callback is not None:
             callback(step, hist)
     if bar is not None:

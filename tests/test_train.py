@@ -1,5 +1,9 @@
 """Tests for ampkit.train: train_step (no host sync, its hooks, a plain module), train/History, scalers and skips,
 callbacks, run_level and its cache; and the live loss plot that plugs into train (ampkit.widgets.train)."""
+import json
+import re
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -8,8 +12,10 @@ from ampkit.data import make_data
 from ampkit.lessons.autocast_and_levels import LevelRunCache, run_level
 from ampkit.models import build_model
 from ampkit.precision import apply_level
-from ampkit.train import History, evaluate, make_optimizer, train, train_step
+from ampkit.train import History, Progress, evaluate, make_optimizer, train, train_step
 from ampkit.widgets.train import LiveLossPlot
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_train_step_does_not_sync(monkeypatch):
@@ -287,3 +293,45 @@ def test_run_level_refuses_the_language_model_with_a_clear_error():
     assert "mlp" in CLASSIFIERS and "decoder" not in CLASSIFIERS
     with pytest.raises(ValueError, match=r"classifier models .*'decoder'.*lm_loss"):
         run_level("decoder", "O1", "bf16", steps=1)
+
+
+def test_progress_in_a_notebook_leaves_the_finished_line(monkeypatch):
+    """In a kernel the bar is one display, redrawn in place: what stays behind (and is saved) is the last state."""
+    import IPython.display
+
+    shown = []
+
+    class Handle:
+        def update(self, obj, raw=False):
+            shown.append(obj["text/plain"])
+
+    def fake_display(obj, raw=False, display_id=False):
+        assert raw and display_id
+        shown.append(obj["text/plain"])
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    bar = Progress(30, "O2 fp16", notebook=True, mininterval=3600)   # no redraw before the end
+    for _ in range(30):
+        bar.update("loss=0.25")
+    bar.close()
+    assert shown[0].startswith("O2 fp16:   0%") and "0/30 [" in shown[0]
+    assert len(shown) == 2 and "30/30 [" in shown[-1] and "100%" in shown[-1] and "loss=0.25" in shown[-1]
+    with pytest.raises(TypeError, match="total"):
+        Progress(1.5, notebook=False)
+
+
+_METER = re.compile(r"(\d+)/(\d+) \[")   # tqdm's meter: "O2 fp16:   0%|          | 0/30 [00:00<?, ?it/s]"
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("notebooks/**/*.ipynb")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_stored_notebooks_show_no_stale_progress_bar(path):
+    """A reader without a kernel (GitHub, nbviewer, an HTML export) sees a finished bar or none: no "0/30"."""
+    for cell in json.loads(path.read_text())["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            text = "".join(out.get("text", "")) + "".join(data.get("text/plain", ""))
+            for done, total in _METER.findall(text):
+                assert done == total, f"{path.name}: a progress bar stored unfinished ({done}/{total})"
+            if "application/vnd.jupyter.widget-view+json" in data:
+                assert not _METER.search(text), f"{path.name}: a progress widget (its stored text is its first state)"
