@@ -49,7 +49,8 @@ def assert_walk(rows, **kw):
 
 
 def test_walk_a_step_with_amax_zero_changes_nothing():
-    # TE's fused update (kernel_bulk, since TE 1.7): amax 0 -> no roll, no new scale. e4m3, history 3, "max".
+    # TE's fused update (kernel_bulk; the zero-amax rule since TE 1.6): amax 0 -> no roll, no new scale.
+    # e4m3, history 3, "max".
     # (TE's unfused path would roll at steps 1, 3, 4 and let the 4.0 leave the window two steps earlier.)
     assert_walk([
         # amax  used   history after      scale after

@@ -4,12 +4,12 @@ the data is needed — at the risk of a stale amax when a value spikes. Taught i
 Follows Transformer Engine's ``DelayedScaling`` recipe as its default, *fused* update runs it (TE's
 ``FP8GlobalStateManager.reduce_and_update_fp8_tensors``, in ``transformer_engine/pytorch/quantization.py`` since TE
 2.9 and in ``fp8.py`` before, calls the CUDA kernel ``kernel_bulk`` of
-``transformer_engine/common/recipe/delayed_scaling.cu``; read in TE 2.20.0.dev0, the same kernel since TE 1.7):
+``transformer_engine/common/recipe/delayed_scaling.cu``; read at TE 2.18, the zero-amax rule of step 2 since TE 1.6):
 
 1. step *t* casts with the current scale and writes its amax (:func:`~ampkit.fp8.quantize.amax_of`: inf if the
    tensor holds ±inf, NaN elements skipped) into slot 0 of the history;
 2. after the step, if that amax is **0** (the module did not run, or its tensor was all zeros or all NaN) nothing
-   changes: no roll, same scale (TE ≥ 1.7, "Avoid amax roll for non-run modules"; TE's unfused path, used with
+   changes: no roll, same scale (TE ≥ 1.6, "Avoid amax roll for non-run modules"; TE's unfused path, used with
    ``NVTE_UNFUSED_FP8_UPDATE=1`` or a callable algorithm, rolls anyway — the kit does not follow it);
 3. otherwise the amax to use is the largest of the whole window of ``history_len`` slots (``"max"``; NaN entries
    skipped, as ``fmaxf`` does) or the one just written (``"most_recent"``), and the scale becomes

@@ -9,10 +9,10 @@ Two ways to pick a block's exponent, both implemented here:
            block's largest value lands in the top binade, which can lie *above* ``fp8_max`` (e4m3: 1.75·2**8 = 448,
            but amax/2**e may be up to 2**9): such values saturate to ±fp8_max.
 ``"te"``   Transformer Engine's MXFP8 (``float_to_e8m0(amax_block * fp32(1 / fp8_max))`` in
-           ``transformer_engine/common/util/ptx_arch_spec.cuh``, read in TE 2.20.0.dev0): the exponent of the fp32
-           product, rounded *up* when it is not an exact power of two, so ``amax_block / 2**e <= fp8_max`` and nothing
-           saturates (at the cost of up to one binade of resolution for small values). A product that underflows
-           fp32 to 0 gets byte 0x00, exponent -127.
+           ``transformer_engine/common/util/ptx.cuh`` at TE 2.18, ``ptx_arch_spec.cuh`` on main): the exponent of the
+           fp32 product, rounded *up* when it is not an exact power of two, so ``amax_block / 2**e <= fp8_max`` and
+           nothing saturates (at the cost of up to one binade of resolution for small values). A product that
+           underflows fp32 to 0 gets byte 0x00, exponent -127.
 
 Both rules clamp the exponent to E8M0's range [-127, 127]; an all-zero block gets -127 (TE: byte 0x00; the spec's
 ``log2(0)`` is below every exponent). A block holding inf or NaN has no valid scale: its E8M0 byte is the NaN code

@@ -1,8 +1,8 @@
 """Per-tensor fp8 scaling: one fp32 scale per tensor, quantize = cast ``x * scale`` to e4m3 / e5m2, dequantize = cast
 back and multiply by ``scale_inv = fp32(1 / scale)``. Taught in ``06_fp8_scaling.ipynb``.
 
-Every rule follows Transformer Engine (TE; read in its main branch, version 2.20.0.dev0, and the same in TE 1.7's
-cast and dequantize kernels; sources in ``docs/reference.md``):
+Every rule follows Transformer Engine (TE; read at its release tag v2.18 and on main, 2.20.0.dev0, and the same in
+TE 1.7's cast and dequantize kernels; sources in ``docs/reference.md``):
 
 - **amax** (:func:`amax_of`): the largest ``|x|``, as TE's cast and amax kernels compute it with ``fmaxf``: an
   element ±inf makes the amax inf; NaN elements are skipped (``fmaxf`` returns the other operand); an empty or
