@@ -11,17 +11,24 @@ from ampkit.lessons.transformer_weights import (
     LoRALinear,
     dtype_mismatch,
     finetune_stored,
+    kept_in_bf16,
     lost_updates,
+    train_in_bf16,
     unscale_error,
 )
 from ampkit.lessons.transformers import (
     attention_overflow,
+    gradient_errors,
+    largest_logit,
     loss_rows,
     norm_rows,
+    overflow_threshold,
+    predicted_zero_share,
     saved_bytes,
     sdpa_vs_manual,
     softmax_with_inf,
     train_side_by_side,
+    underflow_share,
 )
 
 
@@ -67,21 +74,61 @@ def test_one_inf_makes_the_whole_softmax_row_nan():
 def test_sdpa_keeps_fp32_inside_where_the_written_out_attention_overflows():
     c = sdpa_vs_manual(60.0, 64, "fp16")
     assert c.manual_nan_rows > 0 and c.sdpa_nan_rows == 0 and c.sdpa_max_error < 0.05
+    assert c.upcast_nan_rows == 0 and c.upcast_max_error < 0.05          # GPT-2's fp32 baddbmm path
+
+
+def test_gradient_errors_fp16_first_step_closer_to_fp32_than_bf16():
+    e = gradient_errors(batch_size=2, n_layers=1, context=32)
+    assert set(e) == {"bf16", "fp16"} and 0 < e["fp16"] < e["bf16"] / 3
+
+
+def test_overflow_threshold_is_where_the_largest_product_overflows_and_falls_with_the_context():
+    for n in (16, 64, 256):
+        t = overflow_threshold(64, n)
+        assert not attention_overflow(0.99 * t, 64, tokens=n).overflowed
+        assert attention_overflow(1.01 * t, 64, tokens=n).overflowed
+    assert overflow_threshold(64, 16) > overflow_threshold(64, 64) > overflow_threshold(64, 256)
+    assert overflow_threshold(64, 64) < 0.6 * math.sqrt(65504 / 8)     # far below where s²·√d reaches 65504
+    # a longer context extends the same sequence: its largest product can only grow
+    assert largest_logit(64, 32) <= largest_logit(64, 64) <= largest_logit(64, 128)
+    # scale on q: the threshold on s moves by exactly d**(1/4); correlated q and k overflow sooner
+    assert overflow_threshold(64, 64, scale_at="q") / overflow_threshold(64, 64) == pytest.approx(8 ** 0.5)
+    assert overflow_threshold(64, 64, correlated=True) < overflow_threshold(64, 64)
+    assert largest_logit(64, 64, correlated=True) > 64                 # k = q: a sum of d squares, about d
+    t = overflow_threshold(64, 64, dtype="bf16")
+    assert t > 1e15 and not attention_overflow(min(t / 2, 1e6), 64, "bf16").overflowed
 
 
 def test_norm_rows_break_at_256_and_the_fp32_statistic_fixes_it():
     rows = {r["magnitude"]: r for r in norm_rows((255.0, 256.0, 4000.0))}
     assert rows[255.0]["rms_low"] == 0 and rows[256.0]["rms_low"] == 1.0 and math.isinf(rows[256.0]["square"])
+    assert rows[255.0]["out_low"] == 1.0 and rows[256.0]["out_low"] == 0.0    # the output itself, not its error
     assert all(r["rms_fp32_stat"] == 0 for r in rows.values())
     bf = {r["magnitude"]: r for r in norm_rows((256.0, 4000.0), dtype="bf16")}
     assert all(r["rms_low"] < 0.02 for r in bf.values())       # bf16's range: no overflow, 8 bits of precision
 
 
-def test_loss_rows_fp16_loses_gradient_entries_bf16_loses_precision():
-    r = {row["dtype"]: row for row in loss_rows(vocab=8000, n=16)}
-    assert r["fp16"]["grad_zero_share"] > 0.01 and r["bf16"]["grad_zero_share"] == 0
-    assert r["bf16"]["loss_error"] > r["fp16"]["loss_error"] > r["fp32"]["loss_error"]
-    assert r["fp32"]["loss_dtype"] == "float32" and r["fp16"]["loss_dtype"] == "float16"
+def test_loss_rows_the_loss_in_fp32_removes_the_16_bit_loss_error():
+    r = {(row["logits"], row["loss_in"]): row for row in loss_rows(vocab=8000, n=16)}
+    assert r["bf16", "bf16"]["loss_error"] > r["fp16", "fp16"]["loss_error"] > r["fp32", "fp32"]["loss_error"]
+    assert r["bf16", "bf16"]["loss_error"] > 10 * r["bf16", "fp32"]["loss_error"]
+    assert r["fp32", "fp32"]["loss_dtype"] == "float32" and r["fp16", "fp16"]["loss_dtype"] == "float16"
+    assert r["fp16", "fp32"]["loss_dtype"] == "float32" and r["fp16", "fp32"]["grad_dtype"] == "float16"
+    assert r["fp16", "fp32"]["grad_max_rel_error"] >= 1                  # some gradient entries still underflow
+
+
+def test_gradient_entries_underflow_not_probabilities_and_the_loss_scale_keeps_them():
+    kw = {"vocab": 32000, "n": 64}
+    p, g = underflow_share("probabilities", **kw), underflow_share("gradient", **kw)
+    assert p < 0.01 and 0.3 < g < 0.4
+    assert underflow_share("gradient", scale=2.0**16, **kw) == 0
+    assert underflow_share("gradient", "bf16", **kw) == 0 == underflow_share("probabilities", "bf16", **kw)
+    assert underflow_share("gradient", positions=8192, **kw) > 0.9      # the mean's 1/N is what underflows
+    assert underflow_share("gradient", positions=8192, scale=2.0**16, **kw) < 0.001
+    for factor, measured in ((1.0, p), (1 / 64, g)):
+        assert predicted_zero_share(factor) == pytest.approx(measured, abs=0.01)
+    with pytest.raises(ValueError, match="'probabilities', 'gradient'"):
+        underflow_share("logits")
 
 
 def test_lost_updates_norm_gains_at_one_matrices_kept():
@@ -90,6 +137,17 @@ def test_lost_updates_norm_gains_at_one_matrices_kept():
     assert lost["norm gain"] == 1.0 and lost["matrix"] < 0.01
     half = lost_updates(lr=3e-3)["norm gain"]                  # only the steps down survive
     assert 0.2 < half < 0.8
+
+
+def test_a_bf16_gain_at_one_keeps_only_steps_down_just_below_it_both_and_small_steps_never():
+    assert kept_in_bf16(1.0, [0.003, -0.003, 3e-4]) == [False, True, False]
+    assert kept_in_bf16(1 - 2**-8, [0.003, -0.003, 3e-4, -3e-4]) == [True, True, False, False]
+    assert kept_in_bf16(0.5, [0.001, -0.001]) == [False, True]
+
+
+def test_training_in_bf16_at_a_small_learning_rate_leaves_every_gain_at_one():
+    moved = train_in_bf16(lr=3e-4, steps=4)
+    assert moved["norm gain"] == 0 and moved["matrix"] > 0.9 and moved["moments"] == "bfloat16"
 
 
 def test_fp16_stored_model_errors_and_their_fixes():
@@ -105,9 +163,11 @@ def test_fp16_stored_model_errors_and_their_fixes():
 
 
 @pytest.mark.parametrize("fix", FIXES)
-def test_both_fixes_fine_tune_a_16_bit_model(fix):
-    losses = finetune_stored(fix, steps=4)
-    assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
+def test_each_fix_fine_tunes_a_model_stored_in_fp16(fix):
+    r = finetune_stored(fix, steps=4)
+    assert all(math.isfinite(v) for v in r.losses) and r.losses[-1] < r.losses[0] and r.skipped <= 1
+    assert r.moments == ("bfloat16" if fix == "bf16" else "float32")
+    assert (0.02 < r.share < 0.03) if fix == "fp32 adapters" else r.share == 1
 
 
 def test_lora_linear_starts_as_its_base_and_trains_only_fp32_adapters():
@@ -137,6 +197,8 @@ def test_attention_widget_follows_its_sliders():
     assert v.results[2].overflowed and "fp16</b>: largest matmul output inf" in v.readout.value
     assert v.results[2] == attention_overflow(64.0, 64, "fp16", "logits")
     assert v.image.value != png0
+    assert "correlated q and k reach d·s² = 2.62e+05" in v.readout.value      # 64 · 64²
+    assert "the largest of this head's 2080 products" in v.readout.value
     v.where.value = "q"
     assert not v.results[2].overflowed and "1/√d on q" in v.readout.value
     v.head.value = 256

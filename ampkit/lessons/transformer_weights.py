@@ -1,10 +1,11 @@
 """Notebook 07 (``07_transformers_in_16_bits.ipynb``), sections 5 and 6: weights stored in 16 bits.
 
 Section 5, bf16 weights that stop learning: :func:`plateau_experiment` (a linear model fitted in fp32 and with bf16
-weights updated by each mode of :class:`ampkit.precision.BF16Updates`) and :func:`lost_updates` (which of the
-decoder's bf16 weights would lose one AdamW update). Section 6, a model stored in fp16, as a fine-tuner receives
-one: the errors it meets (:func:`unscale_error`, :func:`dtype_mismatch`) and the two fixes
-(:func:`finetune_stored`: fp32 trainable adapters with a ``GradScaler``, or bf16 without one).
+weights updated by each mode of :class:`ampkit.precision.BF16Updates`), :func:`lost_updates` (which of the
+decoder's bf16 weights would lose one AdamW update), :func:`kept_in_bf16` (which steps a bf16 weight keeps) and
+:func:`train_in_bf16` (the decoder stored in bf16, trained: which weights moved at all). Section 6, a model stored in
+fp16, as a fine-tuner receives one: the errors it meets (:func:`unscale_error`, :func:`dtype_mismatch`) and three
+fixes (:func:`finetune_stored`: fp32 weights under autocast, fp32 trainable adapters, or bf16 without a scaler).
 
 >>> lost = lost_updates(lr=1e-3)
 >>> lost["norm gain"], lost["matrix"] < 0.01
@@ -13,6 +14,7 @@ one: the errors it meets (:func:`unscale_error`, :func:`dtype_mismatch`) and the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -23,8 +25,9 @@ from ampkit.data import make_data
 from ampkit.models import build_model, lm_loss
 from ampkit.precision.bf16_updates import WRAPPER_MODES, BF16Updates
 
-__all__ = ["plateau_experiment", "lost_updates", "unscale_error", "MISMATCHES", "dtype_mismatch", "LoRALinear", "FIXES",
-           "finetune_stored"]
+__all__ = ["plateau_experiment", "lost_updates", "kept_in_bf16", "train_in_bf16", "unscale_error", "MISMATCHES",
+           "dtype_mismatch", "LoRALinear", "FIXES", "FineTune", "finetune_stored"]
+
 
 def plateau_experiment(steps: int = 300, lr: float = 0.01, n: int = 64, d: int = 8, noise: float = 0.1,
                        seed: int = 0) -> dict[str, list[float]]:
@@ -96,6 +99,40 @@ def lost_updates(lr: float = 3e-3, seed: int = 0) -> dict[str, float]:
         tally[0] += float(gone.sum())
         tally[1] += float(moved.sum())
     return {k: (g / m if m else 0.0) for k, (g, m) in lost.items()}
+
+
+def kept_in_bf16(weight: float, updates) -> list[bool]:
+    """For a weight stored in bf16 (``weight`` rounded to bf16 first), whether each update of ``updates`` changes
+    it with round-to-nearest (``bf16(w + u) != w``), the sum computed in fp32.
+
+    >>> kept_in_bf16(1.0, [0.003, -0.003]), kept_in_bf16(1 - 2**-8, [0.003, -0.003])
+    ([False, True], [True, True])
+    """
+    w16 = torch.tensor(float(weight)).to(torch.bfloat16)
+    return [bool((w16.float() + float(u)).to(torch.bfloat16) != w16) for u in updates]
+
+
+def train_in_bf16(lr: float = 3e-4, steps: int = 20, seed: int = 0) -> dict[str, float | str]:
+    """Train the decoder stored in bf16 (``model.to(torch.bfloat16)``, no fp32 copy) with ``torch.optim.AdamW`` at
+    ``lr`` for ``steps`` steps; returns, per kind of parameter (see :func:`lost_updates`), the share of its entries
+    that differ from their start, and ``"moments"``: the dtype AdamW keeps its moments in (the parameter's own)."""
+    lr = check_positive_finite("lr", lr, example="3e-4")
+    model = build_model("decoder", seed=seed).to(torch.bfloat16)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    x, y = make_data("decoder", seed=seed, n_samples=4 * check_int("steps", steps))
+    for i in range(steps):
+        opt.zero_grad()
+        lm_loss(model(x[4 * i: 4 * i + 4]).float(), y[4 * i: 4 * i + 4]).backward()
+        opt.step()
+    moved: dict[str, list[float]] = {}
+    for n, p in model.named_parameters():
+        tally = moved.setdefault(_kind(n, p), [0.0, 0.0])
+        tally[0] += float((p.detach() != before[n]).sum())
+        tally[1] += p.numel()
+    out: dict[str, float | str] = {k: c / t for k, (c, t) in moved.items()}
+    out["moments"] = str(next(iter(opt.state.values()))["exp_avg"].dtype).removeprefix("torch.")
+    return out
 
 
 def _fp16_decoder(seed: int) -> nn.Module:
@@ -176,41 +213,66 @@ class LoRALinear(nn.Module):
         return self.base(x) + ((x.float() @ self.A.T @ self.B.T) * self.scale).to(x.dtype)
 
 
-#: The fixes of section 6: ``"fp32 adapters"`` (fp16 base frozen, LoRA adapters in fp32, GradScaler) and
-#: ``"bf16"`` (the model stored in bf16, every parameter trained, no scaler).
-FIXES = ("fp32 adapters", "bf16")
+#: The fixes of section 6: ``"fp32 + autocast"`` (the model cast to fp32 and trained under fp16 autocast with a
+#: GradScaler: notebook 03's recipe), ``"fp32 adapters"`` (fp16 base frozen, LoRA adapters in fp32, GradScaler) and
+#: ``"bf16"`` (the model stored in bf16, every parameter trained, no scaler; AdamW's moments then bf16 too).
+FIXES = ("fp32 + autocast", "fp32 adapters", "bf16")
 
 
-def finetune_stored(fix: str = "fp32 adapters", steps: int = 8, lr: float = 1e-2, seed: int = 0) -> list[float]:
-    """Fine-tune a decoder stored in 16 bits with one of :data:`FIXES` for ``steps`` AdamW steps on the same
-    batches; returns the losses (fp32 values)."""
+@dataclass
+class FineTune:
+    """One fine-tuning run of :func:`finetune_stored`: its losses, how many parameters it trained out of the model's
+    (adapters included), the dtype of AdamW's moments and how many steps the scaler skipped."""
+
+    fix: str
+    losses: list[float]
+    trainable: int
+    total: int
+    moments: str
+    skipped: int
+
+    @property
+    def share(self) -> float:
+        return self.trainable / self.total
+
+
+def finetune_stored(fix: str = "fp32 adapters", steps: int = 8, lr: float = 1e-2, seed: int = 0) -> FineTune:
+    """Fine-tune a decoder stored in fp16 (as received) with one of :data:`FIXES` for ``steps`` AdamW steps on the
+    same batches."""
     fix = check_choice("fix", fix, FIXES)
     steps = check_int("steps", steps)
-    model = build_model("decoder", seed=seed, n_layers=1, context=32)
+    model = build_model("decoder", seed=seed, n_layers=1, context=32).half()
     scaler = None
     if fix == "bf16":
         model = model.to(torch.bfloat16)
-        params = list(model.parameters())
+    elif fix == "fp32 + autocast":
+        model = model.float()
+        scaler = torch.amp.GradScaler("cpu")
     else:
-        model = model.half().requires_grad_(False)
+        model = model.requires_grad_(False)
         for block in model.blocks:
             block.attn.qkv = LoRALinear(block.attn.qkv)
         model.head = LoRALinear(model.head)
-        params = [p for p in model.parameters() if p.requires_grad]
         scaler = torch.amp.GradScaler("cpu")
-    opt = torch.optim.AdamW(params, lr=lr)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=check_positive_finite("lr", lr, example="1e-2"))
     x, y = make_data("decoder", seed=seed, n_samples=8 * steps, context=32)
-    losses = []
+    losses, skipped = [], 0
     for i in range(steps):
         xb, yb = x[8 * i: 8 * i + 8], y[8 * i: 8 * i + 8]
         opt.zero_grad()
-        loss = lm_loss(model(xb).float(), yb)
+        with torch.autocast("cpu", dtype=torch.float16, enabled=fix == "fp32 + autocast"):
+            loss = lm_loss(model(xb).float(), yb)
         if scaler is None:
             loss.backward()
             opt.step()
         else:
+            before = scaler.get_scale()
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
+            skipped += scaler.get_scale() < before
         losses.append(float(loss.detach()))
-    return losses
+    moments = str(opt.state[params[0]]["exp_avg"].dtype).removeprefix("torch.")
+    return FineTune(fix, losses, sum(p.numel() for p in params), sum(p.numel() for p in model.parameters()),
+                    moments, int(skipped))

@@ -1,10 +1,11 @@
 """Notebook 07 (``07_transformers_in_16_bits.ipynb``): where a transformer breaks in 16 bits, on a CPU.
 
 The experiments of its sections 1–4: the small decoder (:class:`ampkit.models.DecoderLM`) trained in fp32, bf16
-and fp16 side by side (:func:`train_side_by_side`), attention logits that overflow (:func:`attention_overflow`,
-:func:`softmax_with_inf`, :func:`sdpa_vs_manual`), a norm's mean of squares (:func:`norm_rows`) and the loss over a
-vocabulary (:func:`loss_rows`). Sections 5–6 (bf16 weights, a model stored in fp16) are in
-:mod:`ampkit.lessons.transformer_weights`.
+and fp16 side by side (:func:`train_side_by_side`, :func:`gradient_errors`), attention logits that overflow
+(:func:`attention_overflow`, :func:`softmax_with_inf`, :func:`sdpa_vs_manual`) and where they start to
+(:func:`largest_logit`, :func:`overflow_threshold`), a norm's mean of squares (:func:`norm_rows`) and the loss over a
+vocabulary (:func:`loss_rows`, :func:`underflow_share`, :func:`predicted_zero_share`). Sections 5–6 (bf16 weights,
+a model stored in fp16) are in :mod:`ampkit.lessons.transformer_weights`.
 
 Low-precision arithmetic here is the arithmetic of the dtype itself, as CPU autocast runs it: a matmul of fp16
 tensors gives fp16, and ``softmax`` of fp16 logits stays in fp16 on the CPU (CPU autocast does not list softmax;
@@ -32,8 +33,9 @@ from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import as_scaler
 from ampkit.train import History, make_optimizer, train
 
-__all__ = ["DTYPES", "MODES", "Run", "train_side_by_side", "saved_bytes", "AttentionOverflow",
-           "attention_overflow", "softmax_with_inf", "SdpaCheck", "sdpa_vs_manual", "norm_rows", "loss_rows"]
+__all__ = ["DTYPES", "MODES", "Run", "train_side_by_side", "saved_bytes", "gradient_errors", "AttentionOverflow",
+           "attention_overflow", "largest_logit", "overflow_threshold", "softmax_with_inf", "SdpaCheck",
+           "sdpa_vs_manual", "norm_rows", "loss_rows", "underflow_share", "predicted_zero_share"]
 
 #: The three formats of the notebook, by the kit's short name.
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -100,6 +102,21 @@ def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, s
     return runs
 
 
+def gradient_errors(batch_size: int = 4, seed: int = 0, **model_kw) -> dict[str, float]:
+    """The first step's gradients of :func:`train_side_by_side`'s bf16 and fp16 runs against the fp32 run's (same
+    weights, same batch): ``|g - g_fp32| / |g_fp32|`` over all parameters (fp16 with GradScaler's 2**16, unscaled)."""
+    data = make_data("decoder", seed=seed, n_samples=batch_size, context=model_kw.get("context", 64))
+    grads = {}
+    for name, (level, dtype, scaled) in MODES.items():
+        model = build_model("decoder", seed=seed, **model_kw)
+        mp = apply_level(model, make_optimizer("adamw", model.parameters(), 1e-3), level, dtype)
+        scale = 2.0 ** 16 if scaled else 1.0
+        (lm_loss(mp.forward(data[0]), data[1]) * scale).backward()
+        grads[name] = torch.cat([p.grad.flatten() / scale for p in mp.model.parameters()])
+    ref = grads.pop("fp32")
+    return {name: float((g - ref).norm() / ref.norm()) for name, g in grads.items()}
+
+
 # -- section 2: attention -------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -123,9 +140,10 @@ class AttentionOverflow:
 
 
 def _qk(act_scale: float, head_dim: int, tokens: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(tokens, head_dim, generator=g) * act_scale
-    k = torch.randn(tokens, head_dim, generator=g) * act_scale
+    """q and k from N(0, act_scale²), each from its own stream: a longer context extends the same sequence (its
+    first ``n`` rows are those of the ``n``-token draw), so its largest product can only grow."""
+    q = torch.randn(tokens, head_dim, generator=torch.Generator().manual_seed(2 * seed)) * act_scale
+    k = torch.randn(tokens, head_dim, generator=torch.Generator().manual_seed(2 * seed + 1)) * act_scale
     return q, k
 
 
@@ -135,8 +153,10 @@ def attention_overflow(act_scale: float, head_dim: int, dtype: str = "fp16", sca
     the logits ``q·kᵀ/√d`` with the scale applied to q before the matmul (``scale_at="q"``) or to the logits after
     it (``"logits"``), the causal mask (-inf above the diagonal) and the softmax, all in ``dtype``.
 
-    A logit of q·kᵀ has a spread of about ``act_scale² · √head_dim``; the scale after the matmul comes too late when
-    that product passes the format's maximum (fp16: 65504).
+    One q·k of independent q and k has a spread of about ``act_scale² · √head_dim``; the largest of the
+    ``tokens·(tokens+1)/2`` products is several spreads (:func:`largest_logit`), and correlated q and k reach
+    ``act_scale² · head_dim``. The scale after the matmul comes too late when the product passes the format's
+    maximum (fp16: 65504).
     """
     act_scale = check_positive_finite("act_scale", act_scale, example="30.0")
     head_dim, tokens = check_int("head_dim", head_dim), check_int("tokens", tokens)
@@ -156,6 +176,45 @@ def attention_overflow(act_scale: float, head_dim: int, dtype: str = "fp16", sca
                              torch.finfo(dt).max, float(probs.isnan().any(-1).float().mean()))
 
 
+def _overflow_limit(dt: torch.dtype) -> float:
+    """The smallest magnitude that rounds to inf in ``dt``: its largest number plus half a gap there (fp16: 65520)."""
+    fi = torch.finfo(dt)
+    return fi.max + fi.eps * 2.0 ** math.floor(math.log2(fi.max)) / 2
+
+
+def largest_logit(head_dim: int = 64, tokens: int = 64, seed: int = 0, correlated: bool = False) -> float:
+    """The largest |q·k| among the ``tokens·(tokens+1)/2`` products a causal head computes, for q and k drawn from
+    N(0, 1) as :func:`attention_overflow` draws them (times s² for activation scale s), computed in fp32.
+    ``correlated=True`` takes k = q: each q·q is a sum of d squares, about d (not √d).
+
+    >>> largest_logit(64, 64) > 64 ** 0.5 * 3        # several spreads: the largest of 2080 products
+    True
+    """
+    q, k = _qk(1.0, check_int("head_dim", head_dim), check_int("tokens", tokens), seed)
+    if correlated:
+        k = q
+    causal = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    return float((q @ k.T).abs().masked_fill(~causal, 0.0).max())
+
+
+def overflow_threshold(head_dim: int = 64, tokens: int = 64, dtype: str = "fp16", scale_at: str = "logits",
+                       seed: int = 0, correlated: bool = False) -> float:
+    """The activation scale s from which :func:`attention_overflow`'s matmul output rounds to inf in ``dtype``:
+    ``sqrt(limit / M)`` with M the :func:`largest_logit` (divided by √d when the scale is on q) and limit the
+    smallest magnitude that rounds to inf (fp16: 65520). The rounding of q and k to ``dtype`` moves it by a
+    fraction of a per cent.
+
+    >>> t = overflow_threshold(64, 64)
+    >>> attention_overflow(0.99 * t, 64).overflowed, attention_overflow(1.01 * t, 64).overflowed
+    (False, True)
+    """
+    scale_at = check_choice("scale_at", scale_at, SCALE_AT)
+    m = largest_logit(head_dim, tokens, seed, correlated)
+    if scale_at == "q":
+        m /= math.sqrt(head_dim)
+    return math.sqrt(_overflow_limit(_dtype(dtype)) / m)
+
+
 def softmax_with_inf(n: int = 6, dtype: str = "fp16") -> torch.Tensor:
     """``softmax`` of one row of ``n`` logits in which one logit is ``+inf`` (an overflowed q·k): the row's max is
     inf, ``inf - inf`` is NaN, and the NaN reaches every entry through the row's sum.
@@ -171,23 +230,28 @@ def softmax_with_inf(n: int = 6, dtype: str = "fp16") -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SdpaCheck:
-    """Written-out attention vs ``F.scaled_dot_product_attention`` on the same fp16/bf16 inputs: the share of
-    output rows with a NaN in each, and the fused function's largest error against a float64 reference."""
+    """Written-out attention vs ``F.scaled_dot_product_attention`` and vs GPT-2's upcast path on the same
+    fp16/bf16 inputs: the share of output rows with a NaN in each, and the largest error against float64 of the
+    fused function and of the upcast path."""
 
     dtype: str
     manual_nan_rows: float
     sdpa_nan_rows: float
     sdpa_max_error: float
+    upcast_nan_rows: float
+    upcast_max_error: float
 
 
 def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp16", tokens: int = 64,
                    seed: int = 0) -> SdpaCheck:
-    """The same causal attention written out (scale after the matmul, all in ``dtype``) and through
-    ``F.scaled_dot_product_attention(is_causal=True)``; values v from N(0, 1)."""
+    """The same causal attention written out (scale after the matmul, all in ``dtype``), through
+    ``F.scaled_dot_product_attention(is_causal=True)``, and GPT-2's ``reorder_and_upcast_attn`` path as Hugging
+    Face writes it (q and k cast to fp32, ``torch.baddbmm(..., beta=0, alpha=1/√d)``, the softmax in fp32, the
+    probabilities cast back before the product with v); values v from N(0, 1)."""
     dt = _dtype(dtype)
     q, k = _qk(check_positive_finite("act_scale", act_scale, example="60.0"), check_int("head_dim", head_dim),
                check_int("tokens", tokens), seed)
-    v = torch.randn(tokens, head_dim, generator=torch.Generator().manual_seed(seed + 1))
+    v = torch.randn(tokens, head_dim, generator=torch.Generator().manual_seed(1000 + seed))
     q4, k4, v4 = (t[None, None] for t in (q, k, v))
     ref = F.scaled_dot_product_attention(q4.double(), k4.double(), v4.double(), is_causal=True)
     low = [t.to(dt) for t in (q4, k4, v4)]
@@ -195,11 +259,17 @@ def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp
     causal = torch.ones(tokens, tokens, dtype=torch.bool).tril()
     logits = (low[0] @ low[1].transpose(-2, -1)) / math.sqrt(head_dim)
     manual = torch.softmax(logits.masked_fill(~causal, float("-inf")), dim=-1) @ low[2]
+    q3, k3 = low[0][0].float(), low[1][0].float().transpose(-2, -1)
+    scores = torch.baddbmm(torch.empty(1, tokens, tokens), q3, k3, beta=0, alpha=1.0 / math.sqrt(head_dim))
+    upcast = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1).to(dt) @ low[2][0]
 
     def nan_rows(out: torch.Tensor) -> float:
         return float(out.isnan().any(-1).float().mean())
 
-    return SdpaCheck(dtype, nan_rows(manual), nan_rows(fused), float((fused.double() - ref).abs().max()))
+    def error(out: torch.Tensor) -> float:
+        return float((out.double() - ref.reshape(out.shape)).abs().max())
+
+    return SdpaCheck(dtype, nan_rows(manual), nan_rows(fused), error(fused), nan_rows(upcast), error(upcast))
 
 
 # -- section 3: norms -----------------------------------------------------------------------------------------------
@@ -212,9 +282,9 @@ def _rms(x: torch.Tensor, stat_dtype: torch.dtype | None) -> torch.Tensor:
 def norm_rows(magnitudes=(100.0, 255.0, 256.0, 300.0, 1000.0), dim: int = 64, dtype: str = "fp16"
               ) -> list[dict[str, float]]:
     """For each magnitude m, a vector of ``dim`` values ±m in ``dtype`` normalised three ways; each row gives
-    ``x²`` in the format, and the largest error against the fp32 result of: RMSNorm with its mean of squares in
-    ``dtype`` (``rms_low``), RMSNorm with the statistic in fp32 and cast back (``rms_fp32_stat``), and
-    ``F.layer_norm`` on the ``dtype`` input (``layer_norm``).
+    ``x²`` in the format, the first output of RMSNorm with its mean of squares in ``dtype`` (``out_low``; ±1 is
+    right), and the largest error against the fp32 result of: that RMSNorm (``rms_low``), RMSNorm with the statistic
+    in fp32 and cast back (``rms_fp32_stat``), and ``F.layer_norm`` on the ``dtype`` input (``layer_norm``).
 
     >>> [r["rms_low"] > 0.5 for r in norm_rows((255.0, 256.0))]
     [False, True]
@@ -227,8 +297,9 @@ def norm_rows(magnitudes=(100.0, 255.0, 256.0, 300.0, 1000.0), dim: int = 64, dt
         x32 = signs * check_positive_finite("magnitude", m, example="300.0")
         x = x32.to(dt)
         ref_rms, ref_ln = _rms(x.float(), None), F.layer_norm(x.float(), (dim,))
-        rows.append({"magnitude": float(m), "square": float(x[0] * x[0]),
-                     "rms_low": float((_rms(x, None).float() - ref_rms).abs().max()),
+        low = _rms(x, None).float()
+        rows.append({"magnitude": float(m), "square": float(x[0] * x[0]), "out_low": float(low[0]),
+                     "rms_low": float((low - ref_rms).abs().max()),
                      "rms_fp32_stat": float((_rms(x, torch.float32).float() - ref_rms).abs().max()),
                      "layer_norm": float((F.layer_norm(x, (dim,)).float() - ref_ln).abs().max())})
     return rows
@@ -236,32 +307,76 @@ def norm_rows(magnitudes=(100.0, 255.0, 256.0, 300.0, 1000.0), dim: int = 64, dt
 
 # -- section 4: the loss --------------------------------------------------------------------------------------------
 
-def loss_rows(vocab: int = 32000, n: int = 64, logit_std: float = 2.0, seed: int = 0) -> list[dict[str, float]]:
-    """Cross-entropy of ``n`` positions over a vocabulary of ``vocab`` tokens (logits from N(0, ``logit_std``²)),
-    computed with the logits in each format: the loss's error against float64, and for the gradient (softmax
-    minus the one-hot target, most entries about 1/vocab) its largest relative error and the share of its entries
-    that became exactly 0.
-
-    >>> rows = loss_rows(vocab=1000, n=4)
-    >>> [r["dtype"] for r in rows], rows[0]["grad_zero_share"]
-    (['fp32', 'bf16', 'fp16'], 0.0)
-    """
+def _logits(vocab: int, n: int, logit_std: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     vocab, n = check_int("vocab", vocab, minimum=2), check_int("n", n)
     g = torch.Generator().manual_seed(seed)
     logits = torch.randn(n, vocab, generator=g) * check_positive_finite("logit_std", logit_std, example="2.0")
-    target = torch.randint(0, vocab, (n,), generator=g)
+    return logits, torch.randint(0, vocab, (n,), generator=g)
+
+
+#: Section 4's ways of computing the loss: (the format the logits are stored in, the format the loss is computed in).
+LOSS_WAYS = (("fp32", "fp32"), ("bf16", "bf16"), ("bf16", "fp32"), ("fp16", "fp16"), ("fp16", "fp32"))
+
+
+def loss_rows(vocab: int = 32000, n: int = 64, logit_std: float = 2.0, seed: int = 0) -> list[dict[str, float]]:
+    """Cross-entropy (mean over ``n`` positions) over a vocabulary of ``vocab`` tokens, logits from
+    N(0, ``logit_std``²), for each of :data:`LOSS_WAYS`: the logits stored in one format, the loss computed in
+    that format or in fp32 (``logits.float()``, what autocast does). Each row: the loss, its error against float64
+    in nats, and the gradient's largest relative error (the gradient as the logits' format stores it).
+
+    >>> rows = loss_rows(vocab=1000, n=4)
+    >>> [(r["logits"], r["loss_in"]) for r in rows][:3], rows[2]["loss_error"] < rows[1]["loss_error"]
+    ([('fp32', 'fp32'), ('bf16', 'bf16'), ('bf16', 'fp32')], True)
+    """
+    logits, target = _logits(vocab, n, logit_std, seed)
     ref = logits.double().requires_grad_()
     loss_ref = F.cross_entropy(ref, target)
     (grad_ref,) = torch.autograd.grad(loss_ref, ref)
-    loss_ref = loss_ref.detach()
     rows = []
-    for name, dt in DTYPES.items():
-        low = logits.to(dt).requires_grad_()
-        loss = F.cross_entropy(low, target)
+    for stored, computed in LOSS_WAYS:
+        low = logits.to(DTYPES[stored]).requires_grad_()
+        loss = F.cross_entropy(low.to(DTYPES[computed]), target)
         (grad,) = torch.autograd.grad(loss, low)
-        loss = loss.detach()
         rel = ((grad.double() - grad_ref).abs() / grad_ref.abs()).max()
-        rows.append({"dtype": name, "loss": float(loss), "loss_error": abs(float(loss) - float(loss_ref)),
-                     "grad_max_rel_error": float(rel), "grad_zero_share": float((grad == 0).float().mean()),
-                     "loss_dtype": format_name(loss.dtype)})
+        loss = loss.detach()
+        rows.append({"logits": stored, "loss_in": computed, "loss": float(loss),
+                     "loss_error": abs(float(loss) - float(loss_ref.detach())), "grad_max_rel_error": float(rel),
+                     "loss_dtype": format_name(loss.dtype), "grad_dtype": format_name(grad.dtype)})
     return rows
+
+
+def underflow_share(what: str = "gradient", dtype: str = "fp16", vocab: int = 32000, n: int = 64,
+                    positions: int | None = None, scale: float = 1.0, logit_std: float = 2.0, seed: int = 0) -> float:
+    """The share of entries that are exactly 0 once stored in ``dtype``, for the logits of :func:`loss_rows`:
+    ``what="probabilities"``: ``softmax(logits)`` computed in ``dtype``; ``what="gradient"``: the gradient
+    ``scale · (p − one_hot) / positions`` of the loss (computed in fp32, as autocast does) that reaches logits
+    stored in ``dtype`` — a mean over ``positions`` (default ``n``) times a loss scale (GradScaler starts at 2**16).
+
+    >>> underflow_share("probabilities", vocab=1000, n=4), underflow_share("gradient", "bf16", vocab=1000, n=4)
+    (0.0, 0.0)
+    """
+    what = check_choice("what", what, ("probabilities", "gradient"))
+    logits, target = _logits(vocab, n, logit_std, seed)
+    low = logits.to(_dtype(dtype)).requires_grad_()
+    if what == "probabilities":
+        out = torch.softmax(low.detach(), dim=-1)
+    else:
+        positions = n if positions is None else check_int("positions", positions)
+        loss = F.cross_entropy(low.float(), target, reduction="sum") / positions
+        (out,) = torch.autograd.grad(loss * check_positive_finite("scale", scale), low)
+    return float((out == 0).double().mean())
+
+
+def predicted_zero_share(factor: float, dtype: str = "fp16", vocab: int = 32000, logit_std: float = 2.0) -> float:
+    """The share of probabilities p for which ``factor · p`` rounds to 0 in ``dtype``, predicted for logits from
+    N(0, σ²) with σ = ``logit_std``: p = e^l / Z with Z ≈ V·e^(σ²/2), so factor·p is below half the format's
+    smallest subnormal t when l < σ²/2 + ln V + ln(t / factor), a share Φ(that / σ). ``factor`` 1: the
+    probabilities; ``scale / positions``: a gradient entry.
+
+    >>> round(predicted_zero_share(1 / 64), 2)                    # the gradient of a mean over 64 positions
+    0.35
+    """
+    t = torch.finfo(_dtype(dtype)).smallest_normal * torch.finfo(_dtype(dtype)).eps / 2
+    sigma = check_positive_finite("logit_std", logit_std, example="2.0")
+    x = sigma ** 2 / 2 + math.log(check_int("vocab", vocab, minimum=2)) + math.log(t / factor)
+    return 0.5 * math.erfc(-x / (sigma * math.sqrt(2)))

@@ -5,7 +5,8 @@ and k, and the head size — and a choice of where the 1/√d scale is applied (
 logits after it). For fp32, bf16 and fp16 side by side: the largest output of the attention matmul (q·kᵀ, or
 (q/√d)·kᵀ) against the format's largest finite number (log scale; one that overflowed is drawn as a hatched bar to
 the top, marked "inf"), and the share of softmax rows that became NaN. The axes are laid out once; a move redraws
-the bars only.
+the bars only. The readout states s²·√d with its limits: it is the spread of one product of independent q and k;
+the largest of the head's products is several spreads and grows with the context; correlated q and k reach d·s².
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from ampkit.widgets.style import (
 
 __all__ = ["AttentionOverflowView", "HEAD_SIZES", "readout_html"]
 
-#: The head sizes the slider offers (GPT-2 uses 64, Llama 128).
+#: The head sizes the slider offers (Hugging Face's default GPT2Config: 768 / 12 heads = 64; LlamaConfig:
+#: 4096 / 32 = 128).
 HEAD_SIZES = (16, 32, 64, 128, 256)
 _WIDTH_IN, _HEIGHT_IN = 7.5, 3.6
 _WIDTH_PX = int(_WIDTH_IN * DPI)
@@ -41,10 +43,15 @@ def _product_text(r: AttentionOverflow) -> str:
     return "inf" if r.overflowed else f"{r.matmul_max:.3g}"
 
 
-def readout_html(results: list[AttentionOverflow]) -> str:
-    """The readout under the sliders: per format, the largest logit (or inf) and the share of NaN rows."""
+def readout_html(results: list[AttentionOverflow], tokens: int = 64) -> str:
+    """The readout under the sliders: the spread of one q·k product and its limits (the largest of the head's
+    products, measured in fp32; correlated q and k), then per format the largest matmul output (or inf) and the
+    share of NaN rows."""
     first = results[0]
-    spread = first.act_scale ** 2 * math.sqrt(first.head_dim)
+    s, d = first.act_scale, first.head_dim
+    spread = s ** 2 * math.sqrt(d)
+    ref = next((r for r in results if not r.overflowed), first)     # fp32 comes first and never overflows here
+    largest = ref.matmul_max * (math.sqrt(d) if ref.scale_at == "q" else 1.0)    # the unscaled q·k
     where = tr("on q, before the matmul") if first.scale_at == "q" else tr("on the logits, after the matmul")
     cells = []
     for r in results:
@@ -52,10 +59,12 @@ def readout_html(results: list[AttentionOverflow]) -> str:
         facts = tr("largest matmul output {largest}, NaN rows {pct:.0f} %", largest=_product_text(r),
                    pct=100 * r.nan_rows)
         cells.append(f"<span class='ampkit-attn-{r.dtype}' style='color:{colour}'><b>{r.dtype}</b>: {facts}</span>")
-    head = tr("activation scale {s:.3g}, head size {d}, 1/√d {where}; "
-              "a q·k product spreads about s²·√d = {spread:.3g}",
-              s=first.act_scale, d=first.head_dim, where=where, spread=spread)
-    return f"<div class='ampkit-attn-readout'>{head}<br>" + " · ".join(cells) + "</div>"
+    head = tr("activation scale {s:.3g}, head size {d}, 1/√d {where}", s=s, d=d, where=where)
+    limits = tr("one q·k of independent q and k spreads about s²·√d = {spread:.3g}; the largest of this head's "
+                "{n} products is {largest:.3g} ({ratio:.1f} spreads, more for longer contexts); correlated q and k "
+                "reach d·s² = {corr:.3g}", spread=spread, n=tokens * (tokens + 1) // 2, largest=largest,
+                ratio=largest / spread, corr=d * s ** 2)
+    return f"<div class='ampkit-attn-readout'>{head}<br>{limits}<br>" + " · ".join(cells) + "</div>"
 
 
 class AttentionOverflowView(WidgetView):
@@ -145,5 +154,5 @@ class AttentionOverflowView(WidgetView):
             results = [attention_overflow(key[0], key[1], name, key[2], tokens=self.tokens) for name in DTYPES]
             self._cache[key] = (results, self._render(results))
         self.results, png = self._cache[key]
-        self.readout.value = readout_html(self.results)
+        self.readout.value = readout_html(self.results, self.tokens)
         self.image.value = png
