@@ -10,15 +10,24 @@ from torch import nn
 
 from ampkit.lessons.transformer_systems import (
     CountingBackend,
+    backward_autocast,
     checkpoint_experiment,
     compile_vs_eager,
+    decoder_batches,
+    default_variant,
+    fp16_attention_finite,
+    fp32_region_grad,
     hunt_decoder,
+    linear_calls,
+    overflow_gain,
     overflowing_decoder,
+    raw_logit_max,
     saved_bytes,
     sharded_gradients,
     small_decoder,
     with_checkpointing,
 )
+from ampkit.lessons.transformer_systems.compiled import current_backward_autocast
 
 
 def test_compiled_step_gives_the_eager_losses_and_counts_graphs():
@@ -29,11 +38,55 @@ def test_compiled_step_gives_the_eager_losses_and_counts_graphs():
     assert (run.graphs_after_warm, run.graphs_after_new_shape) == (1, 2)   # same shape: no new graph
 
 
+def test_fp16_scaled_compiled_step_gives_the_eager_bits_when_every_matmul_is_fp16():
+    run = compile_vs_eager(steps=2, dtype="fp16", backward_pass_autocast="same_as_forward", new_shape=False)
+    assert run.dtype == "fp16" and run.backward_pass_autocast == "same_as_forward"
+    assert run.bitwise_equal and run.grads_differ == () and run.nonfinite_grads == ()
+    assert run.eager_skipped == run.compiled_skipped == (False, False)
+    assert math.isnan(run.new_shape_step_s) and run.graphs_after_new_shape == run.graphs_after_warm
+
+
+def test_an_fp32_head_traced_under_autocast_changes_every_gradient_and_off_restores_eager():
+    same = compile_vs_eager(steps=1, dtype="fp16", fp32_head=True, backward_pass_autocast="same_as_forward",
+                            new_shape=False)
+    off = compile_vs_eager(steps=1, dtype="fp16", fp32_head=True, backward_pass_autocast="off", new_shape=False)
+    n_params = len(list(small_decoder().parameters()))
+    assert len(same.grads_differ) == n_params and same.nonfinite_grads == ()
+    assert off.grads_differ == () and off.backward_pass_autocast == "off"
+
+
+def test_fp32_region_grad_reproduces_pytorch_153044_on_the_cpu():
+    before = current_backward_autocast()
+    assert fp32_region_grad(False) == (65536.0,) * 4
+    assert all(math.isinf(g) for g in fp32_region_grad(True, "same_as_forward"))
+    assert fp32_region_grad(True, "off") == (65536.0,) * 4
+    assert fp32_region_grad(True, "off", dtype="bf16") == (65536.0,) * 4
+    assert current_backward_autocast() == before          # the setting is restored after each run
+
+
+def test_backward_autocast_sets_and_restores_the_config():
+    before = current_backward_autocast()
+    with backward_autocast("off"):
+        assert current_backward_autocast() == "off"
+    assert current_backward_autocast() == before
+    with backward_autocast(None):
+        assert current_backward_autocast() == before
+    with pytest.raises(ValueError, match="same_as_forward"):
+        with backward_autocast("on"):
+            pass
+
+
 def test_compile_checks_its_arguments():
     with pytest.raises(ValueError, match="aot_eager"):
         compile_vs_eager(steps=1, backend="tensorrt")
     with pytest.raises(ValueError, match="dynamic"):
         compile_vs_eager(steps=1, dynamic="yes")
+    with pytest.raises(ValueError, match="bf16"):
+        compile_vs_eager(steps=1, dtype="fp8")
+    with pytest.raises(ValueError, match="off"):
+        compile_vs_eager(steps=1, backward_pass_autocast="never")
+    with pytest.raises(ValueError, match="fp16"):
+        fp32_region_grad(False, dtype="fp32")
     with pytest.raises(ValueError, match="inductor"):
         CountingBackend("nope")
 
@@ -54,6 +107,24 @@ def test_checkpointed_gradients_are_bitwise_equal_and_save_fewer_bytes():
     assert r.saved_bytes_checkpointed < r.saved_bytes_plain / 2
     assert r.qkv_dtypes_plain == ("bf16",)
     assert r.qkv_dtypes_checkpointed == ("bf16", "bf16")           # the recomputation runs in bf16 too
+
+
+def test_checkpoint_recomputation_stops_inside_each_blocks_last_linear():
+    plain = linear_calls(n_layers=2, checkpointed=False)
+    ck = linear_calls(n_layers=2, checkpointed=True)
+    full = linear_calls(n_layers=2, checkpointed=True, early_stop=False)
+    assert plain.total_started == plain.total_finished == 9            # 4 Linears per block, and the head
+    assert ck.total_started == full.total_finished == 9 + 2 * 4       # every block starts again in backward
+    assert ck.total_finished == ck.total_started - 2                   # ... and stops once per block
+    assert [n for n in ck.started if ck.started[n] > ck.finished[n]] == ["blocks.0.mlp.2", "blocks.1.mlp.2"]
+
+
+def test_checkpoint_without_use_reentrant_warns_and_runs_the_reentrant_variant():
+    v = default_variant()
+    assert v.warned or v.raised
+    if torch.__version__.startswith("2.13."):
+        assert v.warned and not v.raised and v.grad_fn == "CheckpointFunctionBackward"
+        assert "use_reentrant" in v.message
 
 
 def test_saved_bytes_counts_what_autograd_keeps():
@@ -82,6 +153,9 @@ def test_fsdp2_reduce_in_bf16_is_further_from_fp32_than_reduce_in_fp32():
     assert ref.rel_error == 0.0 and ref.forward_param_dtype == "fp32"
     assert fp32.forward_param_dtype == bf16.forward_param_dtype == "bf16"   # the policy's param_dtype in forward
     assert fp32.grad_dtype == bf16.grad_dtype == "fp32"                     # the sharded grads are fp32 again
+    # per module, not per op: the norms and the softmax run in bf16 too, and the logits are not cast back
+    assert (fp32.norm_dtype, fp32.softmax_dtype, fp32.logits_dtype) == ("bf16", "bf16", "bf16")
+    assert (ref.norm_dtype, ref.softmax_dtype, ref.logits_dtype) == ("fp32", "fp32", "fp32")
     assert 0 < fp32.rel_error < bf16.rel_error < 2.0 ** -5
     assert 0 < r.reduce_only_rel() < 2.0 ** -7
 
@@ -109,6 +183,21 @@ def test_scaling_q_first_keeps_the_logits_finite():
     # the only non-finite value left is the causal mask's -inf, written on purpose
     assert (r.first.module, r.first.op) == ("blocks.0.attn", "aten.masked_fill")
     assert r.diagnosis.kind == "healthy" and not any(r.skipped) and all(map(math.isfinite, r.losses))
+
+
+def test_overflow_gain_follows_the_square_of_the_gain():
+    x, _ = decoder_batches(1)[0]
+    raw = raw_logit_max(overflowing_decoder("logits", 400.0), x)
+    g = overflow_gain("logits", lo=100.0, hi=1000.0, rel_tol=5e-3)
+    assert g == pytest.approx(400.0 * math.sqrt(torch.finfo(torch.float16).max / raw), rel=0.01)
+    with pytest.raises(ValueError, match="overflows"):
+        overflow_gain("logits", lo=500.0, hi=1000.0)
+
+
+def test_sdpa_keeps_the_fp16_attention_finite_where_the_written_out_product_overflows():
+    x, _ = decoder_batches(1)[0]
+    assert fp16_attention_finite(overflowing_decoder("logits", 400.0), x) == (False, True)
+    assert fp16_attention_finite(overflowing_decoder("logits", 100.0), x) == (True, True)
 
 
 def test_overflowing_decoder_checks_its_arguments():

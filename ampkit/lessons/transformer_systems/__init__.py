@@ -5,13 +5,13 @@ Taught in ``08_transformers_compiled_and_sharded.ipynb``. One module per idea:
 
 - :mod:`~ampkit.lessons.transformer_systems.task`: the small decoder and its character batches;
 - :mod:`~ampkit.lessons.transformer_systems.compiled`: ``torch.compile`` under autocast against eager
-  (:func:`compile_vs_eager`);
+  (:func:`compile_vs_eager`), the backward's autocast setting (:func:`backward_autocast`, :func:`fp32_region_grad`);
 - :mod:`~ampkit.lessons.transformer_systems.checkpointing`: activation checkpointing under autocast
-  (:func:`checkpoint_experiment`, :func:`saved_bytes`);
+  (:func:`checkpoint_experiment`, :func:`saved_bytes`, :func:`linear_calls`, :func:`default_variant`);
 - :mod:`~ampkit.lessons.transformer_systems.sharded`: FSDP2's ``MixedPrecisionPolicy`` on 2 gloo processes
   (:func:`sharded_gradients`);
 - :mod:`~ampkit.lessons.transformer_systems.hunting`: the non-finite hunter and the AMP doctor on the decoder
-  (:func:`hunt_decoder`).
+  (:func:`hunt_decoder`, :func:`overflow_gain`, :func:`fp16_attention_finite`).
 
 >>> small_decoder().context
 32
@@ -21,17 +21,41 @@ from __future__ import annotations
 from ampkit.lessons.transformer_systems.checkpointing import (
     Checkpointed,
     CheckpointResult,
+    DefaultVariant,
+    LinearCalls,
     checkpoint_experiment,
+    default_variant,
+    linear_calls,
     saved_bytes,
     with_checkpointing,
 )
-from ampkit.lessons.transformer_systems.compiled import BACKENDS, CompileRun, CountingBackend, compile_vs_eager
-from ampkit.lessons.transformer_systems.hunting import DecoderHunt, hunt_decoder, overflowing_decoder, raw_logit_max
+from ampkit.lessons.transformer_systems.compiled import (
+    BACKENDS,
+    BACKWARD_AUTOCAST,
+    CompileRun,
+    CountingBackend,
+    Fp32Region,
+    backward_autocast,
+    compile_vs_eager,
+    fp32_region_grad,
+)
+from ampkit.lessons.transformer_systems.hunting import (
+    DecoderHunt,
+    first_forward_inf,
+    fp16_attention_finite,
+    hunt_decoder,
+    overflow_gain,
+    overflowing_decoder,
+    raw_logit_max,
+)
 from ampkit.lessons.transformer_systems.sharded import POLICIES, ShardedGrads, ShardedRun, sharded_gradients
 from ampkit.lessons.transformer_systems.task import SMALL, decoder_batches, small_decoder
 
 __all__ = ["SMALL", "small_decoder", "decoder_batches",
-           "BACKENDS", "CompileRun", "CountingBackend", "compile_vs_eager",
+           "BACKENDS", "BACKWARD_AUTOCAST", "CompileRun", "CountingBackend", "Fp32Region", "backward_autocast",
+           "compile_vs_eager", "fp32_region_grad",
            "Checkpointed", "CheckpointResult", "checkpoint_experiment", "saved_bytes", "with_checkpointing",
+           "LinearCalls", "linear_calls", "DefaultVariant", "default_variant",
            "POLICIES", "ShardedGrads", "ShardedRun", "sharded_gradients",
-           "DecoderHunt", "hunt_decoder", "overflowing_decoder", "raw_logit_max"]
+           "DecoderHunt", "hunt_decoder", "overflowing_decoder", "raw_logit_max", "first_forward_inf", "overflow_gain",
+           "fp16_attention_finite"]

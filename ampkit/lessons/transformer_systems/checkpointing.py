@@ -6,6 +6,10 @@ use_reentrant=False)``: the block's forward keeps only its input for backward an
 :func:`checkpoint_experiment` takes one step of the kit's training step (O1 autocast) with and without it and
 compares the gradients bit for bit; :func:`saved_bytes` counts the bytes autograd saved for backward with
 ``torch.autograd.graph.saved_tensors_hooks`` (each storage once, parameters left out), not by timing.
+:func:`linear_calls` counts, over every block, how often each ``nn.Linear`` starts its forward and how often it
+returns from it in one step: the non-reentrant checkpoint stops the recomputation as soon as every saved tensor is
+back (``early_stop=True``, torch's default), inside the block's last ``Linear``. :func:`default_variant` calls
+``checkpoint`` without ``use_reentrant`` and reports what torch 2.13 does: a warning, then the reentrant variant.
 
 >>> [type(b).__name__ for b in with_checkpointing(small_decoder()).blocks]
 ['Checkpointed', 'Checkpointed']
@@ -13,12 +17,13 @@ compares the gradients bit for bit; :func:`saved_bytes` counts the bytes autogra
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ampkit.dtypes import short_name
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
@@ -26,7 +31,8 @@ from ampkit.models import DecoderLM, lm_loss
 from ampkit.precision import apply_level
 from ampkit.train import train_step
 
-__all__ = ["Checkpointed", "with_checkpointing", "saved_bytes", "CheckpointResult", "checkpoint_experiment"]
+__all__ = ["Checkpointed", "with_checkpointing", "saved_bytes", "CheckpointResult", "checkpoint_experiment",
+           "LinearCalls", "linear_calls", "DefaultVariant", "default_variant"]
 
 
 class Checkpointed(nn.Module):
@@ -101,3 +107,73 @@ def checkpoint_experiment(dtype: str = "bf16", seed: int = 0, batch_size: int = 
     g1, n1, d1 = _step(ckpt, ckpt.blocks[0].module.attn.qkv, dtype, x, y)
     diff = max(float((a - b).abs().max()) for a, b in zip(g0, g1))
     return CheckpointResult(short_name(dtype), all(torch.equal(a, b) for a, b in zip(g0, g1)), diff, n0, n1, d0, d1)
+
+
+@dataclass(frozen=True)
+class LinearCalls:
+    """Per ``nn.Linear`` (by name) of one training step: forward calls started (forward pre-hooks) and finished
+    (forward hooks, which run when ``forward`` returns)."""
+
+    started: dict[str, int]
+    finished: dict[str, int]
+
+    @property
+    def total_started(self) -> int:
+        return sum(self.started.values())
+
+    @property
+    def total_finished(self) -> int:
+        return sum(self.finished.values())
+
+
+def linear_calls(n_layers: int = 4, checkpointed: bool = True, early_stop: bool = True, dtype: str = "bf16",
+                 seed: int = 0, batch_size: int = 16) -> LinearCalls:
+    """One O1 step (in ``dtype``) of the small decoder with ``n_layers`` blocks, every block checkpointed or none;
+    count the calls of every ``nn.Linear`` (each block's ``attn.qkv``, ``attn.proj``, ``mlp.0``, ``mlp.2``, and
+    the ``head``). ``early_stop``: ``torch.utils.checkpoint.set_checkpoint_early_stop`` for the step."""
+    model = small_decoder(seed, n_layers=n_layers)
+    if checkpointed:
+        model = with_checkpointing(model)
+    started: dict[str, int] = {}
+    finished: dict[str, int] = {}
+    handles = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, nn.Linear):
+            name = name.replace(".module.", ".")
+            started[name] = finished[name] = 0
+            handles.append(mod.register_forward_pre_hook(
+                lambda m, a, name=name: started.__setitem__(name, started[name] + 1)))
+            handles.append(mod.register_forward_hook(
+                lambda m, a, o, name=name: finished.__setitem__(name, finished[name] + 1)))
+    x, y = decoder_batches(1, batch_size, model.context, seed)[0]
+    mp = apply_level(model, torch.optim.SGD(model.parameters(), lr=0.1), "O1", dtype)
+    try:
+        with set_checkpoint_early_stop(bool(early_stop)):
+            train_step(mp, x, y, lm_loss)
+    finally:
+        for h in handles:
+            h.remove()
+    return LinearCalls(started, finished)
+
+
+@dataclass(frozen=True)
+class DefaultVariant:
+    """What ``torch.utils.checkpoint.checkpoint(fn, x)`` without ``use_reentrant`` did in this torch."""
+
+    warned: bool           # a warning was issued
+    message: str           # its first sentence
+    raised: bool           # an exception instead (the warning's announced future)
+    grad_fn: str           # the output's grad_fn: CheckpointFunctionBackward is the reentrant variant
+
+
+def default_variant() -> DefaultVariant:
+    """Call ``checkpoint(lambda t: t * 2, x)`` with no ``use_reentrant`` and record the warning and the variant."""
+    x = torch.ones(2, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = checkpoint(lambda t: t * 2, x)
+        except Exception as e:   # a later torch may raise, as its warning says
+            return DefaultVariant(bool(caught), str(caught[0].message) if caught else "", True, type(e).__name__)
+    message = str(caught[0].message).split(". ")[0] if caught else ""
+    return DefaultVariant(bool(caught), message, False, type(out.grad_fn).__name__)

@@ -10,6 +10,10 @@ with ``scale_at="q"`` q is scaled first and the same logits stay 8 times smaller
 :class:`ampkit.diagnose.RecordingScaler`) under :func:`ampkit.diagnose.hunt` once, then a few steps for the doctor's
 :func:`ampkit.diagnose.classify_run`, and asks notebook 05's ``diagnose_model`` about one batch.
 
+:func:`first_forward_inf` hunts one fp16 forward pass only; :func:`overflow_gain` finds by bisection the smallest
+gain at which that hunt names the matmul; :func:`fp16_attention_finite` runs block 0's fp16 q, k, v through the
+written-out attention's q·kᵀ and through ``F.scaled_dot_product_attention``.
+
 Note: the causal mask itself writes ``-inf`` above the diagonal (``masked_fill``), by design. In a model that does
 not overflow, that is the first non-finite value the hunter sees; a real overflow shows up as an earlier op (the
 matmul ``aten.bmm``).
@@ -23,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.diagnose import Diagnosis, NonFiniteEvent, RecordingScaler, classify_run, hunt
@@ -32,7 +37,8 @@ from ampkit.models import SCALE_AT, DecoderLM, lm_loss
 from ampkit.precision import apply_level
 from ampkit.train import train_step
 
-__all__ = ["overflowing_decoder", "raw_logit_max", "DecoderHunt", "hunt_decoder"]
+__all__ = ["overflowing_decoder", "raw_logit_max", "DecoderHunt", "hunt_decoder", "first_forward_inf",
+           "overflow_gain", "fp16_attention_finite"]
 
 #: fp16's largest finite number.
 FP16_MAX = float(torch.finfo(torch.float16).max)
@@ -50,14 +56,57 @@ def overflowing_decoder(scale_at: str = "logits", gain: float = 400.0, seed: int
     return model
 
 
+def _block0_qkv(model: DecoderLM, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    block = model.blocks[0]
+    h = block.norm1(model.embed(x) + model.pos(torch.arange(x.shape[1])))
+    n, t, d = h.shape
+    q, k, v = block.attn.qkv(h).reshape(n, t, 3, block.attn.n_heads, block.attn.head_dim).permute(2, 0, 3, 1, 4)
+    return q, k, v
+
+
 def raw_logit_max(model: DecoderLM, x: torch.Tensor) -> float:
     """The largest |q·kᵀ| (before the 1/√d scale) in the first block, computed in fp32 on batch ``x``."""
     with torch.no_grad():
-        block = model.blocks[0]
-        h = block.norm1(model.embed(x) + model.pos(torch.arange(x.shape[1])))
-        n, t, d = h.shape
-        q, k, _ = block.attn.qkv(h).reshape(n, t, 3, block.attn.n_heads, block.attn.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, _ = _block0_qkv(model, x)
         return float((q @ k.transpose(-2, -1)).abs().max())
+
+
+def fp16_attention_finite(model: DecoderLM, x: torch.Tensor) -> tuple[bool, bool]:
+    """Block 0's q, k, v (computed in fp32, then rounded to fp16): is the written-out product q·kᵀ finite in fp16,
+    and is ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``'s output finite in fp16?"""
+    with torch.no_grad():
+        q, k, v = (t.half() for t in _block0_qkv(model, x))
+        manual = bool(torch.isfinite(q @ k.transpose(-2, -1)).all())
+        sdpa = bool(torch.isfinite(F.scaled_dot_product_attention(q, k, v, is_causal=True)).all())
+    return manual, sdpa
+
+
+def first_forward_inf(scale_at: str = "logits", gain: float = 400.0, seed: int = 0) -> NonFiniteEvent | None:
+    """The hunter's first inf/NaN in one fp16 O1 *forward pass* of :func:`overflowing_decoder` on the first batch."""
+    model = overflowing_decoder(scale_at, gain, seed)
+    x, _ = decoder_batches(1, seed=seed)[0]
+    mp = apply_level(model, torch.optim.SGD(model.parameters(), lr=0.01), "O1", "fp16")
+    with torch.no_grad():
+        return hunt(model, lambda: mp.forward(x))
+
+
+def overflow_gain(scale_at: str = "logits", lo: float = 1.0, hi: float = 1000.0, rel_tol: float = 1e-3,
+                  seed: int = 0) -> float:
+    """The smallest gain (to ``rel_tol``) at which :func:`first_forward_inf` names ``aten.bmm``, by bisection
+    between ``lo`` (must not overflow) and ``hi`` (must)."""
+    lo, hi = check_positive_finite("lo", lo, example="1.0"), check_positive_finite("hi", hi, example="1000.0")
+
+    def overflows(g: float) -> bool:
+        first = first_forward_inf(scale_at, g, seed)
+        return first is not None and first.op == "aten.bmm"
+
+    if overflows(lo) or not overflows(hi):
+        raise ValueError(f"overflow_gain needs a gain lo={lo:g} whose q·kᵀ stays finite in fp16 and hi={hi:g} "
+                         "whose q·kᵀ overflows")
+    while hi - lo > rel_tol * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if overflows(mid) else (mid, hi)
+    return hi
 
 
 @dataclass(frozen=True)

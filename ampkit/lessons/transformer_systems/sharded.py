@@ -9,8 +9,11 @@ happened). Each rank builds the same seeded decoder, applies
 training step (:func:`ampkit.train.train_step`) on its own batch. Three runs: no policy (fp32 everywhere: the
 reference), ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` and ``(param_dtype=bf16,
 reduce_dtype=bf16)``. Rank 0 gathers each run's full averaged gradient (``DTensor.full_tensor()``) and measures it
-against the reference. A run that fails (e.g. a torch whose gloo cannot reduce-scatter bf16) is reported with its
-error message instead of numbers.
+against the reference. Inside the forward, a ``TorchFunctionMode`` records the dtype that ``F.layer_norm`` and
+``torch.softmax`` return and a hook the dtype of the logits the model returns (before the kit's ``train_step``
+casts them to fp32 for the loss): the policy works per module, so what runs inside a module runs in
+``param_dtype``. A run that fails (e.g. a torch whose gloo cannot reduce-scatter bf16) is reported with its error
+message instead of numbers.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.dtypes import short_name
@@ -51,6 +56,9 @@ class ShardedRun:
     error: str = ""
     forward_param_dtype: str = ""      # the dtype of a Linear's weight inside forward (after FSDP's cast)
     grad_dtype: str = ""               # the dtype of a sharded parameter's .grad after backward
+    norm_dtype: str = ""               # what F.layer_norm returned inside forward (the blocks' and the final norm)
+    softmax_dtype: str = ""            # what torch.softmax returned inside forward (attention)
+    logits_dtype: str = ""             # the model's output, before train_step's cast to fp32
     rel_error: float = float("nan")    # ||g - g_ref|| / ||g_ref|| over all parameters
     max_abs_error: float = float("nan")
     grad: tuple[float, ...] = field(default=(), repr=False)   # the full averaged gradient, flattened
@@ -77,7 +85,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str]:
+class _OutputDtypes(TorchFunctionMode):
+    """Records the dtype each watched torch function returns (the first call of each)."""
+
+    WATCHED = {F.layer_norm: "layer_norm", torch.softmax: "softmax"}
+
+    def __init__(self):
+        super().__init__()
+        self.seen: dict[str, str] = {}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = self.WATCHED.get(func)
+        if name is not None and isinstance(out, torch.Tensor):
+            self.seen.setdefault(name, short_name(out.dtype))
+        return out
+
+
+def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str, dict[str, str]]:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # deferred: seconds to import
@@ -94,6 +119,12 @@ def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str
     seen: list[str] = []
     lin = model.blocks[0].attn.qkv
     handle = lin.register_forward_pre_hook(lambda mod, args: seen.append(short_name(mod.weight.dtype)))
+    dtypes = _OutputDtypes()
+
+    def record_logits(mod, args, out) -> None:   # a forward hook that returns a value would replace the output
+        dtypes.seen.setdefault("logits", short_name(out.dtype))
+
+    out_handle = model.register_forward_hook(record_logits)
     grads: list[torch.Tensor] = []
 
     def read(mp) -> None:
@@ -101,9 +132,11 @@ def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str
         seen.append(short_name(mp.params[0].grad.dtype))
 
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    train_step(model, x, y, lm_loss, optimizer=opt, after_backward=read)
+    with dtypes:
+        train_step(model, x, y, lm_loss, optimizer=opt, after_backward=read)
     handle.remove()
-    return torch.cat(grads), seen[0], seen[-1]
+    out_handle.remove()
+    return torch.cat(grads), seen[0], seen[-1], dtypes.seen
 
 
 def _worker(rank: int, world_size: int, port: int, timeout: float, seed: int, out: multiprocessing.Queue) -> None:
@@ -119,10 +152,10 @@ def _worker(rank: int, world_size: int, port: int, timeout: float, seed: int, ou
         result = {}
         for name, policy in POLICIES.items():
             try:
-                grad, p_dtype, g_dtype = _one_run(policy, rank, x, y, seed)
-                result[name] = (grad.tolist(), p_dtype, g_dtype, "")
+                grad, p_dtype, g_dtype, dtypes = _one_run(policy, rank, x, y, seed)
+                result[name] = (grad.tolist(), p_dtype, g_dtype, dtypes, "")
             except Exception as e:   # shown to the learner as the run's error, not a traceback
-                result[name] = ((), "", "", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                result[name] = ((), "", "", {}, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 if name == "fp32 (no policy)":
                     raise
         if rank == 0:
@@ -191,11 +224,12 @@ def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
         _kill(procs)
     ref = torch.tensor(payload["fp32 (no policy)"][0])
     runs = {}
-    for name, (grad, p_dtype, g_dtype, error) in payload.items():
+    for name, (grad, p_dtype, g_dtype, dtypes, error) in payload.items():
         if error:
             runs[name] = ShardedRun(name, error)
             continue
         g = torch.tensor(grad)
-        runs[name] = ShardedRun(name, "", p_dtype, g_dtype, float((g - ref).norm() / ref.norm()),
+        runs[name] = ShardedRun(name, "", p_dtype, g_dtype, dtypes.get("layer_norm", ""), dtypes.get("softmax", ""),
+                                dtypes.get("logits", ""), float((g - ref).norm() / ref.norm()),
                                 float((g - ref).abs().max()), tuple(grad))
     return ShardedGrads(world_size, runs, seconds)
