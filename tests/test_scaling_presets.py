@@ -72,6 +72,11 @@ WALKS = [
     ("tf-keras2", {"initial_scale": 4.0, "dynamic_growth_steps": 2}, "..oooo", [4, 8, 4, 2, 1, 1]),
     # jmp/_src/loss_scale.py DynamicLossScale.adjust: counter == period - 1 -> x factor; max(min, scale / factor)
     ("jmp", {"loss_scale": 4.0, "period": 2}, "..oooo", [4, 8, 4, 2, 1, 1]),
+    ("jmp", {"loss_scale": 1.0, "min_loss_scale": 0.25}, "ooo", [0.5, 0.25, 0.25]),      # op by op: the floor holds
+    # ... under jax.jit: the state comes back without min_loss_scale, so the floor is 1 whatever was given
+    ("jmp-jit", {"loss_scale": 4.0, "period": 2}, "..oooo", [4, 8, 4, 2, 1, 1]),
+    ("jmp-jit", {"loss_scale": 1.0, "min_loss_scale": 0.25}, "ooo", [1, 1, 1]),
+    ("jmp-jit", {"loss_scale": 4.0, "min_loss_scale": 16.0}, "oo", [2, 1]),           # not raised to 16 either
     # deepspeed/runtime/fp16/loss_scaler.py update_scale (master): hysteresis refilled only on growth by default
     ("deepspeed", {"initial_scale_power": 2, "loss_scale_window": 2}, "o.o...o", [4, 4, 2, 2, 2, 4, 4]),
     ("deepspeed", {"initial_scale_power": 4}, "oooo", [16, 8, 4, 2]),
@@ -111,11 +116,22 @@ def test_deepspeed_stops_the_run_at_its_minimum():
 
 
 def test_jmp_adjust_is_immutable():
-    s = JmpDynamicLossScale(8.0, period=2)
-    t = s.adjust(True)
-    assert (s.loss_scale, s.counter) == (8.0, 0) and (t.loss_scale, t.counter) == (8.0, 1)
+    s = JmpDynamicLossScale(8.0, period=2, min_loss_scale=0.5)
+    t, u = s.adjust(True), s.jit_adjust(True)
+    assert (s.loss_scale, s.counter) == (8.0, 0) and (t.loss_scale, t.counter) == (u.loss_scale, u.counter) == (8.0, 1)
+    assert (s.min_loss_scale, t.min_loss_scale, u.min_loss_scale) == (0.5, 0.5, 1.0)   # jit: back to the default
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.loss_scale = 4.0   # type: ignore[misc]
+
+
+def test_jmp_presets_name_their_mode():
+    """The two jmp presets take the same arguments and say which mode each models (notebook 03's table)."""
+    assert preset_arguments("jmp") == preset_arguments("jmp-jit")
+    assert "op by op" in PRESETS["jmp"].framework and "jax.jit" in PRESETS["jmp-jit"].framework
+    rows = {r["preset"]: r for r in defaults_table(["jmp", "jmp-jit"])}
+    assert "floor 1" in rows["jmp-jit"]["notes"] and "float32(1/factor)" in rows["jmp-jit"]["notes"]
+    assert describe(lambda: preset("jmp", loss_scale=4.0, min_loss_scale=0.25)).floor == 0.25
+    assert describe(lambda: preset("jmp-jit", loss_scale=4.0, min_loss_scale=0.25)).floor == 1.0
 
 
 def test_keras3_has_no_floor_tf_keras2_has():
@@ -130,9 +146,10 @@ def test_jmp_and_mindspore_functional_agree_with_tf_keras2_when_factor_2():
     for seed in range(3):
         flags = "".join("o" if f else "." for f in random_flags(seed, 200))
         a = after_each(preset("jmp", loss_scale=64.0, period=3), flags)
+        a_jit = after_each(preset("jmp-jit", loss_scale=64.0, period=3), flags)
         b = after_each(preset("mindspore-amp", scale_value=64.0, scale_window=3), flags)
         c = after_each(preset("tf-keras2", initial_scale=64.0, dynamic_growth_steps=3), flags)
-        assert a == b == c
+        assert a == a_jit == b == c
 
 
 # --- the factory ----------------------------------------------------------------------------------------------
@@ -156,7 +173,7 @@ def test_foreign_argument_names_the_frameworks_arguments():
 @pytest.mark.parametrize("make,err,match", [
     (lambda: preset("paddle", decr_ratio=2.0), ValueError, "< 1"),
     (lambda: preset("paddle", incr_every_n_steps=0), ValueError, "int >= 1"),
-    (lambda: preset("deepspeed", consecutive_hysteresis="yes"), TypeError, "True or False"),
+    (lambda: preset("deepspeed", consecutive_hysteresis="maybe"), ValueError, "True or False"),   # "yes" is True
     (lambda: preset("jmp", loss_scale=-1.0), ValueError, "positive"),
     (lambda: preset("mindspore-amp", scale_factor=0), ValueError, "int >= 1"),
 ])

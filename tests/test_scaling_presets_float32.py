@@ -160,9 +160,11 @@ def tf_keras2_reference(flags, init, growth_steps):
     return out
 
 
-def jmp_reference(flags, init, period, factor, min_loss_scale, reciprocal=True, min_dtype=F32):
-    """jmp/_src/loss_scale.py DynamicLossScale.adjust under jax.jit: float32 arrays; XLA's algebraic simplifier
-    turns the division by the static factor into a multiplication by float32(1 / factor)."""
+def jmp_reference(flags, init, period, factor, min_loss_scale, reciprocal=False, min_dtype=F32):
+    """jmp/_src/loss_scale.py DynamicLossScale.adjust: float32 arrays. Op by op (the default here) a float32
+    division by the factor; under jax.jit (``reciprocal=True``, with ``min_loss_scale=1``: the jit round trip
+    drops it) XLA's algebraic simplifier turns the division by the static factor into a multiplication by
+    float32(1 / factor)."""
     scale, counter, k, lo = F32(init), 0, F32(factor), min_dtype(min_loss_scale)
     out = []
     for overflow in flags:
@@ -236,6 +238,8 @@ CASES = [
      lambda fl: tf_keras2_reference(fl, 1000.3, 1)),
     ("jmp", dict(loss_scale=1000.3, period=3, factor=3, min_loss_scale=0.7), 0.35,
      lambda fl: jmp_reference(fl, 1000.3, 3, 3, 0.7)),
+    ("jmp-jit", dict(loss_scale=1000.3, period=3, factor=3, min_loss_scale=0.7), 0.35,     # 0.7 is lost: floor 1
+     lambda fl: jmp_reference(fl, 1000.3, 3, 3, 1.0, reciprocal=True)),
 ]
 DS_CASES = [
     ("deepspeed", dict(initial_scale_power=10, loss_scale_window=3, hysteresis=3, min_loss_scale=3), 0.3, False),
@@ -280,6 +284,9 @@ def test_streams_reach_the_interesting_places():
     assert max(capped) < float("inf") and max(capped) > 2.0**127
     floor, _ = kit_scales(preset("jmp", loss_scale=1000.3, period=3, factor=3, min_loss_scale=0.7), flags_for(0, 0.35))
     assert float(F32(0.7)) in floor and 0.7 not in floor
+    jit_floor, _ = kit_scales(preset("jmp-jit", loss_scale=1000.3, period=3, factor=3, min_loss_scale=0.7),
+                              flags_for(0, 0.35))
+    assert 1.0 in jit_floor and min(jit_floor) == 1.0
 
 
 def test_mindspore_fixed_apply_applies_what_fixed_skips():
@@ -320,7 +327,8 @@ def test_jmp_with_an_unrounded_floor_or_a_division_would_differ(seed):
     fl = flags_for(seed, 0.35)
     ref = jmp_reference(fl, 1000.3, 3, 3, 0.7)
     assert differs(ref, jmp_reference(fl, 1000.3, 3, 3, 0.7, min_dtype=float))
-    assert differs(ref, jmp_reference(fl, 1000.3, 3, 3, 0.7, reciprocal=False))
+    assert differs(ref, jmp_reference(fl, 1000.3, 3, 3, 0.7, reciprocal=True))
+    assert differs(jmp_reference(fl, 1000.3, 3, 3, 1.0), jmp_reference(fl, 1000.3, 3, 3, 1.0, reciprocal=True))
 
 
 def test_torch_multiplies_by_the_double_factor_not_its_float32():

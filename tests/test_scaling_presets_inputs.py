@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from ampkit import scaling
@@ -18,7 +19,14 @@ FINITE = [(NAN, ValueError), (INF, ValueError), (-INF, ValueError)]
 KINDS = {
     "float32 scale": NOT_NUMBERS + FINITE + [(-1.0, ValueError), (0, ValueError), (1e39, ValueError),
                                              (1e-50, ValueError)],
-    "float32 scale >= 1": NOT_NUMBERS + FINITE + [(0.5, ValueError), (-1.0, ValueError), (1e39, ValueError)],
+    # MindSpore checks the value as given (0.99999999 < 1 is refused although its float32 is 1.0)
+    "float32 scale >= 1": NOT_NUMBERS + FINITE + [(0.5, ValueError), (-1.0, ValueError), (1e39, ValueError),
+                                                  (0.99999999, ValueError)],
+    # mindspore.amp.DynamicLossScaler: check_value_type(scale_value, [float, int]), check_positive_int
+    "mindspore scale_value": NOT_NUMBERS + FINITE + [(0.5, ValueError), (0.99999999, ValueError),
+                                                     (np.float32(2.0), TypeError), (np.int64(4), TypeError)],
+    "mindspore int": [(2.5, TypeError), (2.0, TypeError), (True, TypeError), ("2", TypeError),
+                      (np.int64(2), TypeError), (0, ValueError), (-3, ValueError)],
     "float64 scale": NOT_NUMBERS + FINITE + [(-1.0, ValueError), (0.0, ValueError)],
     "growth factor": NOT_NUMBERS + FINITE + [(1.0, ValueError), (0.5, ValueError), (-2.0, ValueError)],
     "float32 growth factor": NOT_NUMBERS + FINITE + [(1.0, ValueError), (1.00000001, ValueError), (1e39, ValueError),
@@ -31,8 +39,18 @@ KINDS = {
                    (-3, ValueError)],
     "count": [(2.5, TypeError), (NAN, TypeError), (True, TypeError), ("3", TypeError), (0, ValueError),
               (-1, ValueError)],
-    "power of two": [(16.0, TypeError), (True, TypeError), (1024, ValueError), (128, ValueError), (-1, ValueError)],
-    "int floor": [(0.5, TypeError), (1.0, TypeError), (True, TypeError), (0, ValueError), (-2, ValueError)],
+    # DeepSpeed's fp16 config (pydantic, lax mode) converts 16.0, "16", True, ...: only what it refuses is here
+    "deepspeed power": [(16.5, ValueError), (None, TypeError), ("1e2", ValueError), (NAN, ValueError),
+                        (INF, ValueError), (1024, ValueError), (128, ValueError), (-1, ValueError)],
+    "deepspeed count": [(2.5, ValueError), (None, TypeError), ("3.5", ValueError), (NAN, ValueError),
+                        (0, ValueError), (-1, ValueError), ([3], TypeError)],
+    "deepspeed strict count": [(2.5, ValueError), (True, TypeError), ("3.0", ValueError), (NAN, ValueError),
+                               (INF, ValueError), (0, ValueError), (-1, ValueError), (None, TypeError)],
+    "deepspeed floor": [(0.5, ValueError), (0.25, ValueError), (True, TypeError), (False, TypeError),
+                        ("16.0", ValueError), (INF, ValueError), (NAN, ValueError), (0, ValueError),
+                        (-2, ValueError), (2**128, ValueError), (None, TypeError)],
+    "deepspeed flag": [("maybe", ValueError), (2, ValueError), (0.5, ValueError), (" true", ValueError),
+                       (None, TypeError)],
     "flag": [("yes", TypeError), (1, TypeError), (None, TypeError)],
     "optional float64 floor": [("big", TypeError), (True, TypeError), (NAN, ValueError), (INF, ValueError),
                                (0.0, ValueError), (-1.0, ValueError), (2.0**30, ValueError)],   # above max 2**24
@@ -50,15 +68,17 @@ ARGUMENT_KINDS = {
     "mindspore": {"init_loss_scale": "float32 scale >= 1", "scale_factor": "float32 growth factor",
                   "scale_window": "count"},
     "mindspore-fixed": {"loss_scale": "float32 scale >= 1", "drop_overflow_update": "flag"},
-    "mindspore-amp": {"scale_value": "float32 scale >= 1", "scale_factor": "int factor", "scale_window": "count"},
+    "mindspore-amp": {"scale_value": "mindspore scale_value", "scale_factor": "mindspore int",
+                      "scale_window": "mindspore int"},
     "keras": {"initial_scale": "float32 scale", "dynamic_growth_steps": "count"},
     "jmp": {"loss_scale": "float32 scale", "period": "count", "factor": "int factor",
             "min_loss_scale": "float32 scale"},
-    "deepspeed": {"initial_scale_power": "power of two", "loss_scale_window": "count", "hysteresis": "count",
-                  "consecutive_hysteresis": "flag", "min_loss_scale": "int floor"},
+    "deepspeed": {"initial_scale_power": "deepspeed power", "loss_scale_window": "deepspeed strict count",
+                  "hysteresis": "deepspeed count", "consecutive_hysteresis": "deepspeed flag",
+                  "min_loss_scale": "deepspeed floor"},
 }
 SAME_AS = {"paddle-tutorial": "paddle", "paddle-2.2": "paddle", "mindspore-fixed-apply": "mindspore-fixed",
-           "tf-keras2": "keras", "deepspeed-consecutive": "deepspeed"}
+           "tf-keras2": "keras", "deepspeed-consecutive": "deepspeed", "jmp-jit": "jmp"}
 
 
 def kinds_of(name: str) -> dict[str, str]:
@@ -87,8 +107,10 @@ def test_defaults_and_edges_are_accepted(name):
     """The framework's own defaults build, and so do the edges of each range."""
     good = {"float32 scale": 2.0**-149, "float32 scale >= 1": 1, "float64 scale": 1e300, "growth factor": 1.0001,
             "float32 growth factor": 1.0001, "backoff factor": 0.9999, "float32 backoff factor": 1e-30,
-            "int factor": 1, "count": 1, "power of two": 127, "int floor": 1, "flag": False,
-            "optional float64 floor": None}
+            "int factor": 1, "count": 1, "flag": False, "optional float64 floor": None,
+            "mindspore scale_value": 1, "mindspore int": 1,
+            "deepspeed power": 127, "deepspeed count": 1, "deepspeed strict count": 1, "deepspeed floor": 1,
+            "deepspeed flag": False}
     preset(name)
     for arg, kind in kinds_of(name).items():
         kw = {arg: good[kind]}
@@ -130,3 +152,28 @@ def test_describe_refuses_a_rule_object_and_a_bad_limit():
         describe("torch", limit=0)
     with pytest.raises(TypeError, match="limit"):
         describe("torch", limit=2.5)
+
+
+#: What MindSpore 2.10.0 (the PyPI wheel, installed in a separate virtual environment; mindspore/amp.py and
+#: mindspore/train/loss_scale_manager.py) did with each value: its checks run on the Python value as given
+#: (``if scale_value < 1.0``), before the float32 conversion. True: accepted; an exception class: refused with it.
+MINDSPORE_2_10 = {
+    ("mindspore-amp", "scale_value"): [(0.99999999, ValueError), (0.5, ValueError), (1, True), (1.0, True),
+                                       (np.float64(0.99999999), ValueError), (np.float32(2.0), TypeError),
+                                       (np.int64(4), TypeError), (True, TypeError)],
+    ("mindspore", "init_loss_scale"): [(0.99999999, ValueError), (0.5, ValueError), (1, True),
+                                       (np.float32(2.0), True), (np.int64(4), True)],
+    ("mindspore-fixed", "loss_scale"): [(0.99999999, ValueError), (0.5, ValueError), (1, True),
+                                        (np.float32(2.0), True)],
+}
+MS_CASES = [(name, arg, value, outcome) for (name, arg), table in MINDSPORE_2_10.items() for value, outcome in table]
+
+
+@pytest.mark.parametrize("name,arg,value,outcome", MS_CASES, ids=[f"{c[0]}-{c[2]!r}" for c in MS_CASES])
+def test_mindspore_checks_the_value_as_given(name, arg, value, outcome):
+    """Issue 28, item 16: 0.99999999 rounds to 1.0 in float32 but is below 1 as given, and MindSpore refuses it."""
+    if outcome is True:
+        assert preset(name, **{arg: value}).scale == float(np.float32(value))
+    else:
+        with pytest.raises(outcome, match=f"{arg} must be"):
+            preset(name, **{arg: value})

@@ -8,22 +8,23 @@ are full of smaller gradients. Multiplying the loss by ``scale`` multiplies ever
 ``scale`` (chain rule), lifting them into fp16's range; dividing the fp32 (master) gradients by ``scale`` before
 the optimizer step undoes it.
 
-==================  ======================================================================================
-module              holds
-==================  ======================================================================================
-``protocol``        :class:`ScaleRule`, the scalers' errors; :class:`Scaler` (from :mod:`ampkit.protocols`)
-``dynamic_rule``    :class:`DynamicRule` — the dynamic rule as a pure object (state in, state out)
-``base``            the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
-``scalers``         :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
-``defaults``        :data:`SCALER_DEFAULTS` — dynamic-scaler defaults across frameworks, generated from the presets
-``framework_rules`` Apex and DeepSpeed rules (a float64 scale), from source (built by name with :func:`preset`)
-``tensor_rules``    Paddle, MindSpore (functional), Keras 3, tf.keras 2, jmp rules (a float32 scale), from source
-``presets``         :func:`preset` (one constructor per framework), :func:`describe`, :func:`replay_presets`
-``gradients``       capture gradients, classify them at a scale (:func:`scale_report`, :func:`safe_window`)
-``rules``           torch's and MindSpore's rules as pure arithmetic
-``replays``         a rule (or ampkit's dynamic scaler) run over recorded steps: :func:`replay`, ...
-``legacy``          what the legacy ``torch.cuda.amp`` spellings do on this torch
-==================  ======================================================================================
+====================  ======================================================================================
+module                holds
+====================  ======================================================================================
+``protocol``          :class:`ScaleRule`, the scalers' errors; :class:`Scaler` (from :mod:`ampkit.protocols`)
+``dynamic_rule``      :class:`DynamicRule` — the dynamic rule as a pure object (state in, state out)
+``base``              the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
+``scalers``           :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
+``defaults``          :data:`SCALER_DEFAULTS` — dynamic-scaler defaults across frameworks, generated from the presets
+``framework_rules``   Apex and DeepSpeed rules (a float64 scale), from source (built by name with :func:`preset`)
+``deepspeed_config``  DeepSpeed's ``fp16`` config values as its pydantic model reads them (16.0 -> 16)
+``tensor_rules``      Paddle, MindSpore (functional), Keras 3, tf.keras 2, jmp (op by op, jax.jit): a float32 scale
+``presets``           :func:`preset` (one constructor per framework), :func:`describe`, :func:`replay_presets`
+``gradients``         capture gradients, classify them at a scale (:func:`scale_report`, :func:`safe_window`)
+``rules``             torch's and MindSpore's rules as pure arithmetic
+``replays``           a rule (or ampkit's dynamic scaler) run over recorded steps: :func:`replay`, ...
+``legacy``            what the legacy ``torch.cuda.amp`` spellings do on this torch
+====================  ======================================================================================
 
 >>> scaler = DynamicLossScaler(init_scale=2.0**16, growth_interval=2000)
 >>> scaler.get_scale(), isinstance(scaler, Scaler)

@@ -23,13 +23,15 @@ them by name. Sources (each class's docstring says which code and gives its rule
 """
 from __future__ import annotations
 
-import numbers
+from typing import Any
 
 from ampkit._util import check_int, check_positive_finite
+from ampkit.scaling.deepspeed_config import deepspeed_bool, deepspeed_int
 from ampkit.scaling.rules import StoredScale
 from ampkit.scaling.tensor_rules import (
     JmpDynamicLossScale,
     JmpDynamicRule,
+    JmpJitDynamicRule,
     KerasLossScaleRule,
     MindSporeFunctionalRule,
     PaddleGradScalerRule,
@@ -39,10 +41,16 @@ from ampkit.scaling.tensor_rules import (
 __all__ = ["RunStopped", "ApexDynamicRule", "DeepSpeedDynamicRule",
            # the float32-tensor rules (ampkit.scaling.tensor_rules), importable from here as well
            "PaddleGradScalerRule", "MindSporeFunctionalRule", "KerasLossScaleRule", "TFKeras2LossScaleRule",
-           "JmpDynamicLossScale", "JmpDynamicRule"]
+           "JmpDynamicLossScale", "JmpDynamicRule", "JmpJitDynamicRule"]
 
 #: The largest power of two a float32 holds: DeepSpeed's scale multiplies a float32 (or fp16) loss.
 _MAX_SCALE_POWER = 127
+
+
+def _at_least_1(name: str, value: int, given: Any, why: str) -> int:
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1 ({why}); got {given!r}")
+    return value
 
 
 class RunStopped(RuntimeError):
@@ -111,6 +119,11 @@ class DeepSpeedDynamicRule(_Rule):
     separated by clean steps still use it up; with ``consecutive_hysteresis=True`` on every clean step (only
     overflows in a row count, like ``ampkit.scaling.DynamicLossScaler(hysteresis=N)``).
 
+    The arguments take what DeepSpeed's ``fp16`` config takes (its pydantic model converts them:
+    :mod:`ampkit.scaling.deepspeed_config`): ``min_loss_scale=16.0`` or ``"16"`` is 16, ``"auto"`` the default;
+    0.25, ``True`` and ``"16.0"`` are refused there. The kit's own bounds: ``initial_scale_power`` from 0 to 127
+    and ``hysteresis`` >= 1 (DeepSpeed takes any int: a negative power, or a hysteresis that never lowers).
+
     ``update_scale`` keeps ``cur_scale`` as a Python number (the int ``2**initial_scale_power`` at first, a float64
     after the first change; ``scale_factor`` is 2.0, which the config does not expose) — float64 throughout::
 
@@ -132,32 +145,39 @@ class DeepSpeedDynamicRule(_Rule):
     >>> for o in (True, False, True): r.update(o)
     >>> r.scale      # the first overflow used up the hysteresis, the second (after a clean step) halved
     8.0
+    >>> DeepSpeedDynamicRule(min_loss_scale=16.0).min_loss_scale     # DeepSpeed's config reads 16.0 as 16
+    16
     """
 
     name = "DeepSpeed fp16"
 
     def __init__(self, initial_scale_power: int = 16, loss_scale_window: int = 1000, hysteresis: int = 2,
                  consecutive_hysteresis: bool = False, min_loss_scale: int = 1):
-        k = check_int("initial_scale_power", initial_scale_power, minimum=0)
-        if k > _MAX_SCALE_POWER:
+        # DeepSpeed's config model converts each value (16.0 -> 16, "16" -> 16, "auto" -> the default, ...):
+        # ampkit.scaling.deepspeed_config; the ranges below are DeepSpeed's (> 0) or, where noted, the kit's.
+        k = deepspeed_int("initial_scale_power", initial_scale_power, 16)
+        if not 0 <= k <= _MAX_SCALE_POWER:
             raise ValueError(f"initial_scale_power must be an int from 0 to {_MAX_SCALE_POWER} (the scale "
                              f"2**initial_scale_power multiplies a float32 loss, and 2**{_MAX_SCALE_POWER} is the "
                              f"largest power of two a float32 holds); got {initial_scale_power!r}")
         self._scale = 2.0**k
-        self.scale_window = check_int("loss_scale_window", loss_scale_window)
-        self.delayed_shift = check_int("hysteresis", hysteresis)
-        if not isinstance(consecutive_hysteresis, bool):
-            raise TypeError(f"consecutive_hysteresis must be True or False; got {consecutive_hysteresis!r}")
-        self.consecutive_hysteresis = consecutive_hysteresis
-        if isinstance(min_loss_scale, bool) or not isinstance(min_loss_scale, numbers.Integral):
-            raise TypeError(f"min_loss_scale must be an int >= 1 (DeepSpeed's fp16 config declares "
-                            f"min_loss_scale: int); got {type(min_loss_scale).__name__} {min_loss_scale!r}")
-        self.min_loss_scale = check_int("min_loss_scale", min_loss_scale, maximum=2**_MAX_SCALE_POWER)
+        self.scale_window = _at_least_1("loss_scale_window", deepspeed_int("loss_scale_window", loss_scale_window,
+                                                                           1000, strict=True), loss_scale_window,
+                                        "DeepSpeed refuses <= 0 with dynamic scaling")
+        self.delayed_shift = _at_least_1("hysteresis", deepspeed_int("hysteresis", hysteresis, 2), hysteresis,
+                                         "the kit's bound: with hysteresis <= 0 DeepSpeed never lowers the scale")
+        self.consecutive_hysteresis = deepspeed_bool("consecutive_hysteresis", consecutive_hysteresis, False)
+        self.min_loss_scale = _at_least_1("min_loss_scale", deepspeed_int("min_loss_scale", min_loss_scale, 1,
+                                                                          strict=True), min_loss_scale,
+                                          "DeepSpeed refuses <= 0 with dynamic scaling")
+        if self.min_loss_scale > 2**_MAX_SCALE_POWER:
+            raise ValueError(f"min_loss_scale must be an int from 1 to 2**{_MAX_SCALE_POWER} (a float32 holds no "
+                             f"larger scale); got {min_loss_scale!r}")
         self.min_scale = float(self.min_loss_scale)
         self.cur_hysteresis = self.delayed_shift
         self.cur_iter = 0
         self.last_overflow_iter = -1
-        if consecutive_hysteresis:
+        if self.consecutive_hysteresis:
             self.name = "DeepSpeed fp16 (consecutive_hysteresis)"
 
     def update(self, overflow: bool) -> None:

@@ -29,6 +29,7 @@ from ampkit.scaling.framework_rules import (
     ApexDynamicRule,
     DeepSpeedDynamicRule,
     JmpDynamicRule,
+    JmpJitDynamicRule,
     KerasLossScaleRule,
     MindSporeFunctionalRule,
     PaddleGradScalerRule,
@@ -91,7 +92,10 @@ _SRC = {
     "keras": "keras-team/keras keras/src/optimizers/loss_scale_optimizer.py (Keras 3)",
     "tf-keras2": "keras-team/tf-keras tf_keras/mixed_precision/loss_scale_optimizer.py (= TF 2.x "
                  "tensorflow/python/keras/mixed_precision/loss_scale_optimizer.py), _DynamicLossScaleState.update",
-    "jmp": "google-deepmind/jmp jmp/_src/loss_scale.py DynamicLossScale.adjust (as jax.jit compiles it)",
+    "jmp": "google-deepmind/jmp jmp/_src/loss_scale.py DynamicLossScale.adjust (v0.0.4), op by op; measured with "
+           "jax 0.10.2",
+    "jmp-jit": "google-deepmind/jmp jmp/_src/loss_scale.py DynamicLossScale.adjust + tree_flatten/tree_unflatten "
+               "(v0.0.4) as jax.jit compiles it (XLA algebraic_simplifier.cc HandleDivide); measured with jax 0.10.2",
     "deepspeed": "deepspeedai/DeepSpeed deepspeed/runtime/fp16/loss_scaler.py update_scale + "
                  "runtime/precision_config.py DeepSpeedFP16Config (master, 2026)",
 }
@@ -123,9 +127,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            notes="no floor in Keras 3"),
     Preset("tf-keras2", "tf.keras 2 LossScaleOptimizer", TFKeras2LossScaleRule, _SRC["tf-keras2"],
            "initial_scale", notes="floor 1 (Keras 3 dropped it)"),
-    Preset("jmp", "jmp DynamicLossScale (JAX)", JmpDynamicRule, _SRC["jmp"], "loss_scale",
+    Preset("jmp", "jmp DynamicLossScale (JAX, op by op)", JmpDynamicRule, _SRC["jmp"], "loss_scale",
            {"loss_scale": 2.0**15}, notes="no default scale: its docstring's 2^15; immutable adjust(); "
-                                          "the skip is the user's select_tree"),
+                                          "the skip is the user's select_tree; scale / factor in float32"),
+    Preset("jmp-jit", "jmp DynamicLossScale (JAX, under jax.jit)", JmpJitDynamicRule, _SRC["jmp-jit"],
+           "loss_scale", {"loss_scale": 2.0**15},
+           notes="scale x float32(1/factor); min_loss_scale lost in the jit round trip: floor 1"),
     Preset("deepspeed", "DeepSpeed fp16", DeepSpeedDynamicRule, _SRC["deepspeed"], "initial_scale_power",
            init_is_power=True, notes="hysteresis refilled only when the scale grows; stops the run at the minimum"),
     Preset("deepspeed-consecutive", "DeepSpeed fp16 (consecutive_hysteresis=True)", DeepSpeedDynamicRule,
@@ -233,7 +240,7 @@ def describe(make: str | Callable[[], ScaleRule], limit: int = 5000) -> RuleSumm
 
     >>> d = describe("deepspeed"); d.growth_after, d.backoff_after, d.hysteresis_refill, d.floor
     (1001, 2, 'on growth', 1.0)
-    >>> describe(lambda: preset("jmp", loss_scale=2.0**10, factor=3)).backoff_factor    # float32(1/3), see jmp
+    >>> describe(lambda: preset("jmp-jit", loss_scale=2.0**10, factor=3)).backoff_factor   # float32(1/3): jax.jit
     0.3333333432674408
     """
     make = _rule_factory(make)

@@ -40,11 +40,26 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 
 def f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = False, why: str = "") -> float:
-    """``value`` as the float32 a framework stores it as: a finite number (ints accepted, bools refused) whose
-    float32 rounding is finite and ``> above`` (``>= above`` when ``at_least``). ``why`` ends the message."""
+    """``value`` as the float32 a framework stores it as: a finite number (ints accepted, bools refused) that is
+    ``> above`` (``>= above`` when ``at_least``) both as given — the frameworks check the Python value before they
+    convert it (MindSpore's ``if scale_value < 1.0``, Paddle's ``assert decr_ratio < 1.0``), so 0.99999999 is
+    below 1 although its float32 is 1.0 — and after rounding to float32, which must also be finite. ``why`` ends
+    the message.
+
+    >>> f32_setting("scale_value", 1, 1.0, at_least=True)
+    1.0
+    >>> f32_setting("scale_value", 0.99999999, 1.0, at_least=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: scale_value must be a number >= 1 that a float32 holds (...); got 0.99999999 (as a float32: 1.0)
+    """
     v = check_number(name, value, "2.0**16")
     s = _f32(v)
-    ok = math.isfinite(s) and (s >= above if at_least else s > above)
+
+    def in_range(x: float) -> bool:
+        return x >= above if at_least else x > above
+
+    ok = math.isfinite(s) and in_range(value) and in_range(s)
     if not ok:
         kind = f"number {'>=' if at_least else '>'} {above:g}" if above else "positive number"
         shown = "" if s == v else f" (as a float32: {s!r})"

@@ -1,5 +1,6 @@
 """The frameworks whose loss scale is a float32 tensor — Paddle, MindSpore's functional scaler, Keras 3, tf.keras 2,
-jmp — as pure rules with their float32 arithmetic.
+jmp — as pure rules with their float32 arithmetic (jmp twice: op by op, and as ``jax.jit`` compiles it, which
+changes both its arithmetic and its floor).
 
 Taught in notebook ``03_loss_scaling.ipynb`` (section "Every framework's scaler as a preset"). Each class is a
 :class:`ampkit.scaling.protocol.ScaleRule` (``scale``, ``update(overflow)``, ``drops_overflow``) that transliterates
@@ -28,7 +29,7 @@ from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.rules import StoredScale, f32_setting
 
 __all__ = ["PaddleGradScalerRule", "MindSporeFunctionalRule", "KerasLossScaleRule", "TFKeras2LossScaleRule",
-           "JmpDynamicLossScale", "JmpDynamicRule"]
+           "JmpDynamicLossScale", "JmpDynamicRule", "JmpJitDynamicRule"]
 
 
 def _int_factor(name: str, value: Any, why: str) -> int:
@@ -40,6 +41,17 @@ def _int_factor(name: str, value: Any, why: str) -> int:
     if value < 1:
         raise ValueError(f"{name} must be an int >= 1, e.g. 2 or 3 ({why}); got {value!r}")
     return int(value)
+
+
+def _mindspore_int(name: str, value: Any) -> int:
+    """MindSpore's ``Validator.check_positive_int``: a Python ``int`` > 0 (a bool, a float or a numpy integer is
+    refused)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a Python int >= 1, e.g. 2 (MindSpore checks it with check_positive_int, "
+                        f"which refuses floats, bools and numpy integers); got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a Python int >= 1, e.g. 2 (MindSpore's check_positive_int); got {value!r}")
+    return value
 
 
 class _Rule(StoredScale):
@@ -107,7 +119,8 @@ class PaddleGradScalerRule(_Rule):
 
 class MindSporeFunctionalRule(_Rule):
     """MindSpore's functional ``mindspore.amp.DynamicLossScaler(scale_value, scale_factor, scale_window)`` (no
-    defaults; ``scale_value`` >= 1, ``scale_factor`` and ``scale_window`` positive ints, MindSpore's own checks).
+    defaults; MindSpore's own checks: ``scale_value`` a Python int or float >= 1 AS GIVEN — 0.99999999 is refused
+    although its float32 is 1.0 — ``scale_factor`` and ``scale_window`` positive Python ints).
     ``adjust(grads_finite)`` grows after ``scale_window`` finite steps (only to a finite value), else sets
     ``max(1, scale / scale_factor)``. It skips nothing itself: the skip is the user's ``all_finite`` check (the
     tutorial's step updates only when finite), which this rule assumes.
@@ -128,11 +141,16 @@ class MindSporeFunctionalRule(_Rule):
     name = "MindSpore amp.DynamicLossScaler"
 
     def __init__(self, scale_value: float, scale_factor: int, scale_window: int):
+        if isinstance(scale_value, bool) or not isinstance(scale_value, (int, float)):
+            raise TypeError(f"scale_value must be a Python int or float >= 1, e.g. 2**16 (MindSpore's "
+                            f"check_value_type(..., [float, int]) refuses bools, numpy.float32 and other types); "
+                            f"got {type(scale_value).__name__} {scale_value!r}")
         self._scale = f32_setting("scale_value", scale_value, 1.0, at_least=True,
-                                   why=" (MindSpore refuses a scale_value below 1 and keeps it as a float32)")
-        self.scale_factor = _int_factor("scale_factor", scale_factor, "MindSpore checks it with check_positive_int")
+                                   why=" (MindSpore refuses a scale_value below 1 as given, before it keeps it as "
+                                       "a float32)")
+        self.scale_factor = _mindspore_int("scale_factor", scale_factor)
         self._k = _f32(self.scale_factor)
-        self.scale_window = check_int("scale_window", scale_window)
+        self.scale_window = _mindspore_int("scale_window", scale_window)
         self._counter = 0
 
     def update(self, overflow: bool) -> None:
@@ -219,25 +237,36 @@ class TFKeras2LossScaleRule(KerasLossScaleRule):
 
 @dataclasses.dataclass(frozen=True)
 class JmpDynamicLossScale:
-    """jmp's ``DynamicLossScale(loss_scale, counter=0, period=2000, factor=2, min_loss_scale=1)``, immutable:
-    :meth:`adjust` returns a NEW state and leaves this one as it was. ``loss_scale`` and ``min_loss_scale`` are
-    float32 (the class docstring's ``jnp.asarray(2. ** 15)``; the default ``np.ones([], np.float32)``).
+    """jmp's ``DynamicLossScale(loss_scale, counter=0, period=2000, factor=2, min_loss_scale=1)``, immutable: each
+    step returns a NEW state and leaves this one as it was. ``loss_scale`` and ``min_loss_scale`` are float32 (the
+    class docstring's ``jnp.asarray(2. ** 15)``; the default ``np.ones([], np.float32)``). jmp computes the same
+    ``adjust`` two ways, and the two differ:
 
-    ``adjust`` as XLA compiles it inside ``jax.jit`` (``factor`` is static pytree metadata, so ``loss_scale /
-    factor`` divides by a constant, and XLA's algebraic simplifier rewrites ``A / Const`` to ``A * (1 / Const)``:
-    ``HandleDivide`` in ``xla/hlo/transforms/simplifiers/algebraic_simplifier.cc``)::
+    :meth:`adjust` — op by op (no ``jax.jit``): ``loss_scale / factor`` is a float32 division, and the state keeps
+    its ``min_loss_scale``.
+
+    :meth:`jit_adjust` — what ``jax.jit(lambda s, f: s.adjust(f))(state, f)`` returns, i.e. a training step that
+    takes the state in and gives it back: ``factor`` is static pytree metadata, so ``loss_scale / factor`` divides
+    by a constant, which XLA's algebraic simplifier rewrites as ``loss_scale * (1 / factor)`` (``HandleDivide`` in
+    ``xla/hlo/transforms/simplifiers/algebraic_simplifier.cc``); and ``tree_flatten`` carries only ``loss_scale``
+    and ``counter`` as data, ``period`` and ``factor`` as metadata, so ``tree_unflatten`` rebuilds the state with
+    the default ``min_loss_scale``: the floor is 1 whatever was given, and the returned state's is 1::
 
         S = float32(loss_scale);  m = float32(min_loss_scale);  k = float32(factor)
         finite:    if counter == period - 1:
                        G = float32(S * k)
                        if isfinite(G): S = G
-        overflow:  S = max(m, float32(S * float32(1 / k)))        # op by op, without jit: float32(S / k)
+        overflow:  S = max(m, float32(S / k))                      # adjust (op by op)
+                   S = max(1.0, float32(S * float32(1 / k)))       # jit_adjust (and m = 1.0 from now on)
         counter = ((counter + 1) % period) * finite
 
-    The two spellings agree for any power-of-two factor (jmp's default is 2).
+    The two agree for a power-of-two factor (jmp's default is 2) and ``min_loss_scale=1`` (the default).
+    Measured with jax 0.10.2 and jmp 0.0.4 on a CPU (pinned in ``tests/test_scaling_jmp_measured.py``).
 
-    >>> s = JmpDynamicLossScale(8.0); t = s.adjust(False); (s.loss_scale, t.loss_scale)
-    (8.0, 4.0)
+    >>> s = JmpDynamicLossScale(2.0**15, factor=3); t = s.adjust(False).adjust(False); (s.loss_scale, t.loss_scale)
+    (32768.0, 3640.888916015625)
+    >>> s.jit_adjust(False).jit_adjust(False).loss_scale             # XLA multiplies by float32(1/3)
+    3640.88916015625
     """
 
     loss_scale: float
@@ -246,31 +275,42 @@ class JmpDynamicLossScale:
     factor: int = 2
     min_loss_scale: float = 1.0
 
-    def adjust(self, grads_finite: bool) -> JmpDynamicLossScale:
-        """The next state: periodic growth (to a finite value) while finite, ``max(min, scale * (1/factor))`` else."""
-        k = _f32(self.factor)
+    def _next(self, grads_finite: bool, lowered: float) -> JmpDynamicLossScale:
         if grads_finite:
-            grown = _f32(self.loss_scale * k)
+            grown = _f32(self.loss_scale * _f32(self.factor))
             scale = grown if self.counter == self.period - 1 and math.isfinite(grown) else self.loss_scale
         else:
-            scale = max(_f32(self.min_loss_scale), _f32(self.loss_scale * _f32(1.0 / k)))
+            scale = lowered
         counter = ((self.counter + 1) % self.period) * int(bool(grads_finite))
         return dataclasses.replace(self, loss_scale=scale, counter=counter)
 
+    def adjust(self, grads_finite: bool) -> JmpDynamicLossScale:
+        """The next state, op by op: periodic growth (to a finite value) while finite, else
+        ``max(min_loss_scale, float32(scale / factor))``."""
+        return self._next(grads_finite, max(_f32(self.min_loss_scale), _f32(self.loss_scale / _f32(self.factor))))
+
+    def jit_adjust(self, grads_finite: bool) -> JmpDynamicLossScale:
+        """The next state as a ``jax.jit``-compiled step returns it: the same growth, else
+        ``max(1, float32(scale * float32(1 / factor)))``; ``min_loss_scale`` is lost (1.0 from now on)."""
+        state = dataclasses.replace(self, min_loss_scale=1.0)       # tree_unflatten: the default floor
+        return state._next(grads_finite, max(1.0, _f32(self.loss_scale * _f32(1.0 / self.factor))))
+
 
 class JmpDynamicRule(_Rule):
-    """jmp (JAX) ``DynamicLossScale`` as a rule: holds the current immutable state and replaces it with
-    ``state.adjust(not overflow)`` (the arithmetic: :class:`JmpDynamicLossScale`). jmp needs ``loss_scale`` (no
-    default; its docstring example uses ``2**15``) and declares ``factor: int``; skipping is the user's
-    ``jmp.select_tree(grads_finite, new, old)``, which this rule assumes. (jmp's ``tree_unflatten`` rebuilds the
-    state without ``min_loss_scale``, so after a round trip through ``jax.jit`` jmp's floor is back to 1; this
-    rule keeps the floor it was given.)
+    """jmp (JAX) ``DynamicLossScale`` run op by op (eager, no ``jax.jit``) as a rule: holds the current immutable
+    state and replaces it with ``state.adjust(not overflow)`` (the arithmetic: :class:`JmpDynamicLossScale`; a
+    float32 division, ``min_loss_scale`` honoured). jmp needs ``loss_scale`` (no default; its docstring example
+    uses ``2**15``) and declares ``factor: int``; skipping is the user's ``jmp.select_tree(grads_finite, new,
+    old)``, which this rule assumes. For a training step compiled with ``jax.jit``: :class:`JmpJitDynamicRule`.
 
-    >>> r = JmpDynamicRule(4.0, period=1); r.update(False); r.scale, r.state.counter
-    (8.0, 0)
+    >>> r = JmpDynamicRule(1.0, min_loss_scale=0.1)
+    >>> for _ in range(5): r.update(True)
+    >>> r.scale                  # 0.5, 0.25, 0.125, then the floor: 0.1 as a float32
+    0.10000000149011612
     """
 
-    name = "jmp DynamicLossScale"
+    name = "jmp DynamicLossScale (op by op)"
+    jit = False
 
     def __init__(self, loss_scale: float, period: int = 2000, factor: int = 2, min_loss_scale: float = 1.0):
         why = " (jmp keeps it as a float32 array)"
@@ -285,5 +325,22 @@ class JmpDynamicRule(_Rule):
         return self.state.loss_scale
 
     def update(self, overflow: bool) -> None:
-        """``state = state.adjust(grads_finite)``."""
-        self.state = self.state.adjust(not overflow)
+        """``state = state.adjust(grads_finite)`` (``jit_adjust`` for :class:`JmpJitDynamicRule`)."""
+        self.state = (self.state.jit_adjust if self.jit else self.state.adjust)(not overflow)
+
+
+class JmpJitDynamicRule(JmpDynamicRule):
+    """jmp's ``DynamicLossScale`` in a training step compiled with ``jax.jit`` (the state passed in and returned,
+    as in jmp's README): ``state.jit_adjust(not overflow)`` — the division by ``factor`` becomes a multiplication
+    by ``float32(1 / factor)``, and the state loses ``min_loss_scale`` at the first step, so the floor is 1 (see
+    :class:`JmpDynamicLossScale`). Same arguments as :class:`JmpDynamicRule`; ``min_loss_scale`` is accepted (jmp
+    accepts it) and has no effect.
+
+    >>> r = JmpJitDynamicRule(1.0, min_loss_scale=0.1)
+    >>> for _ in range(5): r.update(True)
+    >>> r.scale, r.state.min_loss_scale
+    (1.0, 1.0)
+    """
+
+    name = "jmp DynamicLossScale (jax.jit)"
+    jit = True

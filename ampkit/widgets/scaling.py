@@ -46,7 +46,7 @@ __all__ = ["VisualLossScaler", "ScalerReplay", "scaler_readout_html", "replay_re
            "DTYPE_CHOICES", "PRESET_STYLES"]
 
 _PALETTE = ("#0969da", "#1a7f37", "#8250df", "#bc4c00", "#1b7c83", "#6e7781", "#9a6700", "#a475f9", "#0550ae",
-            "#116329", "#953800", "#4d2d00", "#3e1f79", "#24292f")
+            "#116329", "#953800", "#4d2d00", "#3e1f79", "#24292f", "#bf3989")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "*", "<", ">", "h", "p", "d", "8", "H")
 _LINESTYLES = ("-", "--", "-.", ":")
 #: Per preset name: (colour, marker, linestyle) of its trajectory in the replay — distinct for every preset.
