@@ -11,7 +11,9 @@ A static view ignores ``source_hidden`` and shows every cell's source. So, per e
                   …computes the answer, prints, asserts…
                   assert check("exercise N (solution)", computed, expected_N)   never a literal answer
 
-and the set-up cell computes ``expected_N`` (never a formula of constants that shows it). Markdown holds no TeX
+and the set-up cell computes ``expected_N`` (never a formula of constants that shows it) and holds the hints
+(``hint_N``), which ``check`` prints only after a wrong answer: written in the answer cell, a hint is read before
+the learner commits. Markdown holds no TeX
 ``$…$`` (an offline HTML export has no MathJax and shows it literally), and no stored output is a bare
 ``True``/``False`` (an unanswered ``check`` ends with ``;``).
 """
@@ -71,6 +73,18 @@ def _literal_answers(tree: ast.AST) -> list[str]:
     return found
 
 
+def _hints_in_sight(tree: ast.AST) -> list[str]:
+    """Exercises whose answer cell spells out its hint (``check("exercise N", ..., hint="...")``): a learner reads
+    it before answering. The hint belongs in the collapsed set-up cell (``hint_N = ...``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
+            for kw in node.keywords:
+                if kw.arg == "hint" and isinstance(kw.value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+                    found.append(ast.unparse(node.args[0]) if node.args else "check")
+    return found
+
+
 def _readable_expected(tree: ast.AST) -> list[str]:
     found = []
     for node in ast.walk(tree):
@@ -110,6 +124,9 @@ def static_view_problems(cells: list[dict]) -> list[str]:
         for expr in _readable_expected(tree):
             problems.append(f"cell {i}: {expr} shows the answer in the source: compute it")
         if "solution" not in c.get("metadata", {}).get("tags", []):
+            for name in _hints_in_sight(tree):
+                problems.append(f"cell {i}: the hint of {name} is written in the answer cell, read before answering:"
+                                " define it in the collapsed set-up cell (hint_N = ...)")
             continue
         first = src.split("\n", 1)[0].strip()
         if not _SOLUTION_LINE.match(first):

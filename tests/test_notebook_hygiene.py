@@ -106,6 +106,8 @@ def test_static_view_hides_answers_and_has_no_tex(tmp_path):
         "literal answer 256": _planted(ex, 3, source='with solution("Exercise 1"):\n    assert check("e", 256, e1)'),
         "no <details": _planted(ex, 2, source="The answer is 256 because 256² > 65504."),
         "bare True/False": _planted(ex, 1, outputs=[false_out]),
+        "hint of 'exercise 1' is written in the answer cell": _planted(
+            ex, 1, source='answer = ...\ncheck("exercise 1", answer, expected, hint="2**(m+1): 16");'),
         "expected_4 = math.sqrt(math.sqrt(64))": [{**_code(1), "source": "expected_4 = math.sqrt(math.sqrt(64))"},
                                                    *ex],
         "TeX math": [{"cell_type": "markdown", "metadata": {}, "source": "fp16's gap is $2^{-10}$ here."}, *ex],
