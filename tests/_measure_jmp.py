@@ -58,11 +58,26 @@ def run(kwargs: dict, flags: str, jit: bool) -> list[str]:
     return out
 
 
+def compiled_backoff(factor: int) -> list[str]:
+    """The ops of the compiled backoff (``jit(f)/div`` in XLA's optimised HLO): a multiply by float32(1/factor)."""
+    import jax
+    import jax.numpy as jnp
+    import jmp
+
+    def f(scale, counter, finite):
+        return jmp.DynamicLossScale(scale, counter, factor=factor).adjust(finite).loss_scale
+
+    hlo = jax.jit(f).lower(jnp.float32(2.0**15), jnp.int32(0), jnp.asarray(False)).compile().as_text()
+    return [line.split(", metadata")[0].strip() for line in hlo.splitlines()
+            if "jit(f)/div" in line or "constant(0.33" in line]
+
+
 def main() -> None:
     import jax
     import jmp
 
     print(f"# jax {jax.__version__}, jmp {getattr(jmp, '__version__', '?')}, device {jax.devices()[0]}")
+    print("# compiled backoff, factor 3:\n#  ", "; ".join(compiled_backoff(3)))
     print("MEASURED = {")
     for name, (kwargs, flags) in CASES.items():
         eager, jit = run(kwargs, flags, False), run(kwargs, flags, True)
