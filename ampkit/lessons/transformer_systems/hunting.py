@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.diagnose import Diagnosis, NonFiniteEvent, RecordingScaler, classify_run, hunt
+from ampkit.i18n import tr
 from ampkit.lessons.amp_in_practice import DoctorReport, diagnose_model
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
 from ampkit.models import SCALE_AT, DecoderLM, lm_loss
@@ -101,8 +102,8 @@ def overflow_gain(scale_at: str = "logits", lo: float = 1.0, hi: float = 1000.0,
         return first is not None and first.op == "aten.bmm"
 
     if overflows(lo) or not overflows(hi):
-        raise ValueError(f"overflow_gain needs a gain lo={lo:g} whose q·kᵀ stays finite in fp16 and hi={hi:g} "
-                         "whose q·kᵀ overflows")
+        raise ValueError(tr("overflow_gain needs a gain lo={lo:g} whose q·kᵀ stays finite in fp16 and hi={hi:g} "
+                            "whose q·kᵀ overflows", lo=lo, hi=hi))
     while hi - lo > rel_tol * hi:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if overflows(mid) else (mid, hi)
