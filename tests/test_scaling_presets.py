@@ -66,6 +66,7 @@ WALKS = [
     # mindspore/amp.py DynamicLossScaler.adjust: counter, grow when counter == window - 1, floor 1
     ("mindspore-amp", {"scale_value": 4, "scale_window": 2}, "..o..", [4, 8, 4, 4, 8]),
     ("mindspore-amp", {"scale_value": 2, "scale_window": 1}, "ooo", [1, 1, 1]),
+    ("mindspore-amp", {"scale_value": 1, "scale_window": 1}, "o.", [1, 2]),            # 1 is the least it takes
     # keras/src/optimizers/loss_scale_optimizer.py: counter == growth_steps - 1 -> x2; non-finite -> /2, no floor
     ("keras", {"initial_scale": 4.0, "dynamic_growth_steps": 2}, "..oooo", [4, 8, 4, 2, 1, 0.5]),
     # tf.keras 2 _DynamicLossScaleState.update: maximum(scale / 2, 1)
@@ -80,6 +81,9 @@ WALKS = [
     # deepspeed/runtime/fp16/loss_scaler.py update_scale (master): hysteresis refilled only on growth by default
     ("deepspeed", {"initial_scale_power": 2, "loss_scale_window": 2}, "o.o...o", [4, 4, 2, 2, 2, 4, 4]),
     ("deepspeed", {"initial_scale_power": 4}, "oooo", [16, 8, 4, 2]),
+    # precision_config.py (v0.19.5) DeepSpeedFP16Config, pydantic lax int: min_loss_scale 16.0 / "16" is 16
+    ("deepspeed", {"initial_scale_power": 6, "hysteresis": 1, "min_loss_scale": 16.0}, "oo..", [32, 16, 16, 16]),
+    ("deepspeed", {"initial_scale_power": "6", "hysteresis": "1", "min_loss_scale": "16"}, "oo", [32, 16]),
     # ... and on every clean step with consecutive_hysteresis=True
     ("deepspeed-consecutive", {"initial_scale_power": 2, "loss_scale_window": 2}, "o.o...o", [4, 4, 4, 4, 4, 8, 8]),
 ]
