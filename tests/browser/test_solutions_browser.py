@@ -36,6 +36,7 @@ pytestmark = pytest.mark.browser
 NOTEBOOK = "00_start_here.ipynb"
 DETAILS = "details.ampkit-solution"
 SOLUTION_BODY = "assert check("  # every solution's code ends with one: never visible (its line 1 is: see below)
+ANSWER_1 = "70144"  # Exercise 1's answer (what bf16 stores for 70000), in its explanation only
 
 
 def _explanations(notebook: str = NOTEBOOK) -> list[str]:
@@ -196,13 +197,13 @@ def _open_first_and_check(page, details_selector: str) -> str:
     explanation.scroll_into_view_if_needed()
     hidden_text = explanation.inner_text() + computed.inner_text()
     assert "solution (click to reveal)" in hidden_text and "computed here (click to reveal)" in hidden_text
-    assert "65504" not in hidden_text and "(solution): correct" not in hidden_text
+    assert ANSWER_1 not in hidden_text and "(solution): correct" not in hidden_text
     shown = []
     for i, block in enumerate((explanation, computed)):
         block.locator("summary").click()
         page.wait_for_function(f"() => document.querySelectorAll({json.dumps(details_selector)})[{i}].open === true")
         shown.append(block.inner_text())
-    assert "65504" in shown[0], shown[0]  # Exercise 1's explanation is now on screen
+    assert ANSWER_1 in shown[0], shown[0]  # Exercise 1's explanation is now on screen
     assert "exercise 1 (solution): correct" in shown[1], shown[1]
     return "\n".join(shown)
 
