@@ -57,7 +57,7 @@ WALKS = [
      [8, 8, 8, 4, 4, 8, 8]),
     ("paddle", {"init_loss_scaling": 8.0, "decr_every_n_nan_or_inf": 2}, "oooo", [8, 4, 4, 2]),
     ("paddle", {"init_loss_scaling": 1.0}, "oo", [0.5, 0.25]),                            # no floor
-    ("paddle-tutorial", {}, "o", [4096]),
+    ("paddle-tutorial", {}, "o", [512]),
     ("paddle-2.2", {"incr_every_n_steps": 1}, "o.o", [2**15, 2**16, 2**16]),             # N=2: one overflow waits
     # mindspore DynamicLossScaleUpdateCell: grow after scale_window steps since the last overflow or growth
     ("mindspore", {"init_loss_scale": 4, "scale_window": 2}, "..o..", [4, 8, 4, 4, 8]),
@@ -227,7 +227,7 @@ def test_table_rows_say_what_each_framework_does():
     assert rows["keras"]["floor / ceiling"] == "no floor" and rows["tf-keras2"]["floor / ceiling"] == "floor 1"
     assert rows["deepspeed"]["hysteresis"] == "2, refilled only on growth"
     assert rows["deepspeed-consecutive"]["hysteresis"] == "2 overflows in a row"
-    assert rows["deepspeed"]["growth"] == "x2 after 1001 clean steps"
+    assert rows["deepspeed"]["growth"] == "x2 after 1001 clean steps, then every 1000"
     assert rows["deepspeed"]["floor / ceiling"] == "floor 1 (run stops)"
     assert rows["paddle-2.2"]["hysteresis"] == "2 overflows in a row"
     assert rows["mindspore-fixed-apply"]["overflow step"] == "APPLIED"

@@ -219,7 +219,7 @@ CASES = [
                     decr_every_n_nan_or_inf=2), 0.4,
      lambda fl: paddle_reference(fl, 1000.3, 2.5, 1 / 3, 3, 2)),
     ("paddle-tutorial", dict(incr_ratio=1.3, decr_ratio=0.7, incr_every_n_steps=2), 0.35,
-     lambda fl: paddle_reference(fl, 8192, 1.3, 0.7, 2, 1)),
+     lambda fl: paddle_reference(fl, 1024, 1.3, 0.7, 2, 1)),
     ("paddle-2.2", dict(incr_ratio=1.5, decr_ratio=0.3, incr_every_n_steps=4), 0.4,
      lambda fl: paddle_reference(fl, 2.0**15, 1.5, 0.3, 4, 2)),
     ("mindspore", dict(init_loss_scale=3.3e5, scale_factor=2.5, scale_window=3), 0.3,

@@ -114,7 +114,8 @@ class DeepSpeedDynamicRule(_Rule):
     every overflowing step is skipped. An overflow lowers the hysteresis count while it is above 1; once it is 1
     the overflow divides the scale by 2 (not below ``min_loss_scale``; at the minimum DeepSpeed raises and the run
     stops: :class:`RunStopped`). A clean step grows the scale x2 when the steps since the last overflow, minus one,
-    are a positive multiple of ``loss_scale_window`` (so ``window + 1`` clean steps after an overflow). The count
+    are a positive multiple of ``loss_scale_window`` (so the first growth after an overflow, or after the start, waits
+    ``window + 1`` clean steps, each later one ``window``: DeepSpeed >= 0.17.1). The count
     is refilled to ``hysteresis``: by DEFAULT (``consecutive_hysteresis=False``) only when the scale grows — overflows
     separated by clean steps still use it up; with ``consecutive_hysteresis=True`` on every clean step (only
     overflows in a row count, like ``ampkit.scaling.DynamicLossScaler(hysteresis=N)``).

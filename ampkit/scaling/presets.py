@@ -108,8 +108,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            notes="min_loss_scale optional (None by default)"),
     Preset("paddle", "Paddle GradScaler", PaddleGradScalerRule, _SRC["paddle"], "init_loss_scaling",
            notes="decr_every_n_nan_or_inf counts overflows in a row; minimize() = step + update"),
-    Preset("paddle-tutorial", "Paddle GradScaler(init_loss_scaling=8192)", PaddleGradScalerRule, _SRC["paddle"],
-           "init_loss_scaling", {"init_loss_scaling": 8192.0}, notes="a tutorial's initial scale"),
+    Preset("paddle-tutorial", "Paddle GradScaler(init_loss_scaling=1024)", PaddleGradScalerRule, _SRC["paddle"],
+           "init_loss_scaling", {"init_loss_scaling": 1024.0}, notes="the API docs' example: init_loss_scaling=1024"),
     Preset("paddle-2.2", "Paddle 2.2 GradScaler", PaddleGradScalerRule, _SRC["paddle"] + "; 2.2 docs",
            "init_loss_scaling", {"init_loss_scaling": 2.0**15, "incr_every_n_steps": 1000,
                                  "decr_every_n_nan_or_inf": 2}, notes="Paddle 2.2's defaults"),
@@ -176,7 +176,8 @@ def preset_arguments(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RuleSummary:
-    """What a rule does, measured: initial scale; growth factor and clean steps to the first growth; backoff
+    """What a rule does, measured: initial scale; growth factor and clean steps to the first growth (and from it to
+    the second, ``growth_then``: DeepSpeed >= 0.17.1 waits one step longer for its first growth); backoff
     factor and overflows in a row to the first backoff; whether overflows separated by a clean step add up
     (``hysteresis_refill``: "every clean step" — they don't — / "on growth" — they do — / "-"); the floor the
     scale stops at (``None``: none found) and whether the framework stops the run there; a ceiling (``None``:
@@ -192,6 +193,7 @@ class RuleSummary:
     stops_at_floor: bool
     ceiling: float | None
     skips: bool
+    growth_then: int | None = None
 
 
 def _steps_until_change(rule: ScaleRule, overflow: bool, limit: int) -> tuple[int | None, float]:
@@ -238,8 +240,8 @@ def describe(make: str | Callable[[], ScaleRule], limit: int = 5000) -> RuleSumm
     scale grows (at most ``limit``), overflows until it shrinks, 80 overflows in a row for a floor, and clean steps
     through 12 growths for a ceiling.
 
-    >>> d = describe("deepspeed"); d.growth_after, d.backoff_after, d.hysteresis_refill, d.floor
-    (1001, 2, 'on growth', 1.0)
+    >>> d = describe("deepspeed"); d.growth_after, d.growth_then, d.backoff_after, d.hysteresis_refill, d.floor
+    (1001, 1000, 2, 'on growth', 1.0)
     >>> describe(lambda: preset("jmp-jit", loss_scale=2.0**10, factor=3)).backoff_factor   # float32(1/3): jax.jit
     0.3333333432674408
     """
@@ -247,6 +249,11 @@ def describe(make: str | Callable[[], ScaleRule], limit: int = 5000) -> RuleSumm
     limit = check_int("limit", limit)
     init = make().scale
     grow_n, grow_f = _steps_until_change(make(), False, limit)
+    grow_then = None
+    if grow_n is not None:
+        r = make()
+        _feed(r, False, grow_n)
+        grow_then = _steps_until_change(r, False, limit)[0]
     back_n, back_f = _steps_until_change(make(), True, 64)
     refill = "-"
     if back_n is not None and back_n > 1:     # hysteresis: do overflows separated by a clean step add up?
@@ -266,7 +273,7 @@ def describe(make: str | Callable[[], ScaleRule], limit: int = 5000) -> RuleSumm
         if final < init * grow_f**12:
             ceiling = final
     return RuleSummary(init, grow_f, grow_n, back_f, back_n, refill, floor, stopped, ceiling,
-                       bool(getattr(make(), "drops_overflow", True)))
+                       bool(getattr(make(), "drops_overflow", True)), grow_then)
 
 
 def _pow2(x: float) -> str:
@@ -280,7 +287,8 @@ def defaults_table(names: list[str] | None = None) -> list[dict[str, str]]:
     for name in names or preset_names():
         p = _get(name)
         d = describe(p.make)
-        growth = "never" if d.growth_after is None else f"x{d.growth_factor:g} after {d.growth_after} clean steps"
+        growth = "never" if d.growth_after is None else f"x{d.growth_factor:g} after {d.growth_after} clean steps" + (
+            f", then every {d.growth_then}" if d.growth_then not in (None, d.growth_after) else "")
         backoff = ("never" if d.backoff_after is None else f"x{d.backoff_factor:g}" +
                    ("" if d.backoff_after == 1 else f" from overflow no. {d.backoff_after}"))
         if d.growth_after is None and d.backoff_after is None:
