@@ -41,6 +41,10 @@ def test_three_runs_learn_with_the_same_weights_and_less_saved_memory_in_16_bits
     assert len({r.param_bytes for r in runs.values()}) == 1    # O1: fp32 weights
     assert runs["bf16"].saved_bytes < 0.8 * runs["fp32"].saved_bytes
     assert runs["fp16"].history.scales[0] == 2.0 ** 16         # torch.amp.GradScaler's own default
+    from ampkit.models import build_model
+
+    n_params = sum(p.numel() for p in build_model("decoder", n_layers=1, context=32).parameters())
+    assert all(r.weights.dtype == torch.float32 and r.weights.numel() == n_params for r in runs.values())
 
 
 def test_saved_bytes_counts_each_storage_once():
@@ -75,6 +79,9 @@ def test_sdpa_keeps_fp32_inside_where_the_written_out_attention_overflows():
     c = sdpa_vs_manual(60.0, 64, "fp16")
     assert c.manual_nan_rows > 0 and c.sdpa_nan_rows == 0 and c.sdpa_max_error < 0.05
     assert c.upcast_nan_rows == 0 and c.upcast_max_error < 0.05          # GPT-2's fp32 baddbmm path
+    # GPT-J's cast of q and k to fp32 does not hold inside autocast: the matmul runs in fp16 again and overflows
+    assert c.autocast_cast_dtype == "float16" and math.isinf(c.autocast_cast_max)
+    assert sdpa_vs_manual(60.0, 64, "bf16").autocast_cast_dtype == "bfloat16"
 
 
 def test_gradient_errors_fp16_first_step_closer_to_fp32_than_bf16():

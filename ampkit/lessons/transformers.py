@@ -58,6 +58,7 @@ class Run:
     history: History
     param_bytes: int       # the model's parameters as stored
     saved_bytes: int       # what the forward pass keeps for the backward pass (one batch)
+    weights: torch.Tensor | None = None     # every parameter after the last step, flattened, in fp32
 
 
 def saved_bytes(mp: MixedPrecision, x: torch.Tensor, y: torch.Tensor) -> int:
@@ -98,7 +99,8 @@ def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, s
         memory = saved_bytes(mp, data[0][:batch_size], data[1][:batch_size])
         hist = train(mp, data, scaler=scaler, steps=steps, batch_size=batch_size, loss_fn=lm_loss, seed=seed)
         params = sum(p.numel() * p.element_size() for p in mp.model.parameters())
-        runs[name] = Run(name, hist, params, memory)
+        weights = torch.cat([p.detach().float().flatten() for p in mp.model.parameters()])
+        runs[name] = Run(name, hist, params, memory, weights)
     return runs
 
 
@@ -232,7 +234,9 @@ def softmax_with_inf(n: int = 6, dtype: str = "fp16") -> torch.Tensor:
 class SdpaCheck:
     """Written-out attention vs ``F.scaled_dot_product_attention`` and vs GPT-2's upcast path on the same
     fp16/bf16 inputs: the share of output rows with a NaN in each, and the largest error against float64 of the
-    fused function and of the upcast path."""
+    fused function and of the upcast path. ``autocast_cast_max``/``autocast_cast_dtype``: q and k cast to fp32
+    (as GPT-J's eager attention does) but multiplied under CPU autocast of ``dtype``: the largest |q·k| and its
+    dtype (autocast casts the matmul's inputs back down, so fp16 gives inf again)."""
 
     dtype: str
     manual_nan_rows: float
@@ -240,6 +244,8 @@ class SdpaCheck:
     sdpa_max_error: float
     upcast_nan_rows: float
     upcast_max_error: float
+    autocast_cast_max: float
+    autocast_cast_dtype: str
 
 
 def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp16", tokens: int = 64,
@@ -262,6 +268,8 @@ def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp
     q3, k3 = low[0][0].float(), low[1][0].float().transpose(-2, -1)
     scores = torch.baddbmm(torch.empty(1, tokens, tokens), q3, k3, beta=0, alpha=1.0 / math.sqrt(head_dim))
     upcast = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1).to(dt) @ low[2][0]
+    with torch.autocast("cpu", dtype=dt):                       # GPT-J's fp32 cast, inside an autocast region
+        cast = low[0][0].float() @ low[1][0].float().transpose(-2, -1)
 
     def nan_rows(out: torch.Tensor) -> float:
         return float(out.isnan().any(-1).float().mean())
@@ -269,7 +277,8 @@ def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp
     def error(out: torch.Tensor) -> float:
         return float((out.double() - ref.reshape(out.shape)).abs().max())
 
-    return SdpaCheck(dtype, nan_rows(manual), nan_rows(fused), error(fused), nan_rows(upcast), error(upcast))
+    return SdpaCheck(dtype, nan_rows(manual), nan_rows(fused), error(fused), nan_rows(upcast), error(upcast),
+                     float(cast.float().abs().masked_fill(~causal, 0.0).max()), format_name(cast.dtype))
 
 
 # -- section 3: norms -----------------------------------------------------------------------------------------------
