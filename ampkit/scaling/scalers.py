@@ -165,11 +165,11 @@ class DynamicLossScaler(ScalerBase):
 
     Keyword-only extras: ``hysteresis=N`` backs off only once N overflows have been counted; every overflow step is
     still skipped. When the count starts again is DeepSpeed's ``consecutive_hysteresis``: ``True`` (ampkit's
-    default) refills it on every clean step — every overflow from the N-th *in a row* on backs off; ``False`` (DeepSpeed's own
-    default) refills it only when the scale grows — overflows separated by clean steps still add up, and once the
-    count is down every overflow halves the scale until the next growth (``DynamicLossScaler.update_scale`` in
-    deepspeed/runtime/fp16/loss_scaler.py). ``min_scale``/``max_scale`` clamp the scale (Apex's
-    ``min_loss_scale``/``max_loss_scale``). See the module docstring for the rule.
+    default) refills it on every clean step — every overflow from the N-th *in a row* on backs off; ``False``
+    (DeepSpeed's own default) refills it only when the scale grows — overflows separated by clean steps still add
+    up, and once the count is down every overflow halves the scale until the next growth
+    (``DynamicLossScaler.update_scale`` in deepspeed/runtime/fp16/loss_scaler.py). ``min_scale``/``max_scale``
+    clamp the scale (Apex's ``min_loss_scale``/``max_loss_scale``). See the module docstring for the rule.
 
     >>> s = DynamicLossScaler(init_scale=4.0, growth_interval=1, max_scale=8.0)
     >>> s.state_dict()["scale"], s.state_dict()["max_scale"]
