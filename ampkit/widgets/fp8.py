@@ -149,9 +149,13 @@ class AmaxHistoryExplorer(WidgetView):
                                    label="flushed to zero, delayed")
         self._c_flu, = bottom.plot(steps, steps * 0.0, color=BAND_COLOURS["flushed"], lw=1, ls="--",
                                    label="flushed to zero, just-in-time")
-        bottom.set_ylim(-2, 102)
+        # symlog: linear below 0.01 % (one value in 4096 is 0.024 %), logarithmic above, so a step that saturates one
+        # value stands out as clearly as one at 30 % (on a 0-100 % axis it would sit on the zero line)
+        bottom.set_yscale("symlog", linthresh=0.01, linscale=0.4)
+        bottom.set_ylim(0, 150)
+        bottom.set_yticks([0, 0.01, 0.1, 1, 10, 100], ["0", "0.01", "0.1", "1", "10", "100"])
         bottom.set_xlabel("training step")
-        bottom.set_ylabel("% of the step's values")
+        bottom.set_ylabel("% of the step's values")   # the ticks show the log scale
         bottom.legend(loc="upper right", fontsize=7, ncols=2)
         self._top, self._bottom, self.figure = top, bottom, fig
         top.set_title("amax history explorer")
