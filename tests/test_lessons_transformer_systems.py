@@ -3,6 +3,11 @@ mixed-precision policy on 2 gloo processes, the hunter on the decoder."""
 from __future__ import annotations
 
 import math
+import os
+import socket
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -10,6 +15,7 @@ from torch import nn
 
 from ampkit.lessons.transformer_systems import (
     CountingBackend,
+    autocast_rules,
     backward_autocast,
     checkpoint_experiment,
     compile_vs_eager,
@@ -44,6 +50,18 @@ def test_fp16_scaled_compiled_step_gives_the_eager_bits_when_every_matmul_is_fp1
     assert run.bitwise_equal and run.grads_differ == () and run.nonfinite_grads == ()
     assert run.eager_skipped == run.compiled_skipped == (False, False)
     assert math.isnan(run.new_shape_step_s) and run.graphs_after_new_shape == run.graphs_after_warm
+    # on the CPU the backward's only ops with an autocast rule are its matmuls; CUDA's lists also hold its sums
+    assert set(autocast_rules(run.backward_ops, "cpu")) == {"aten::mm", "aten::bmm"}
+    assert "aten::sum.dim_IntList" in autocast_rules(run.backward_ops, "cuda")
+
+
+def test_autocast_rules_reads_each_devices_lists():
+    ops = ["aten::mm", "aten::sum.dim_IntList", "aten::layer_norm", "aten::gelu_backward"]
+    assert autocast_rules(ops, "cpu") == ("aten::mm",)
+    assert autocast_rules(ops, "cuda") == ("aten::mm", "aten::sum.dim_IntList", "aten::layer_norm")
+    assert CountingBackend("eager").backward_ops == []
+    with pytest.raises(ValueError, match="cuda"):
+        autocast_rules(ops, "tpu")
 
 
 def test_an_fp32_head_traced_under_autocast_changes_every_gradient_and_off_restores_eager():
@@ -158,6 +176,42 @@ def test_fsdp2_reduce_in_bf16_is_further_from_fp32_than_reduce_in_fp32():
     assert (ref.norm_dtype, ref.softmax_dtype, ref.logits_dtype) == ("fp32", "fp32", "fp32")
     assert 0 < fp32.rel_error < bf16.rel_error < 2.0 ** -5
     assert 0 < r.reduce_only_rel() < 2.0 ** -7
+
+
+_FP32_NORM = textwrap.dedent("""
+    import os, torch, torch.distributed as dist
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["PORT"], rank=0, world_size=1)
+    mesh = init_device_mesh("cpu", (1,))
+    for out_dtype in (None, torch.bfloat16):
+        m = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 8))
+        seen = {}
+        m[1].register_forward_hook(lambda mod, a, o: seen.update(norm_in=a[0].dtype, norm_out=o.dtype))
+        fully_shard(m[1], mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float32, output_dtype=out_dtype))
+        fully_shard(m, mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+        try:
+            result = str(m(torch.randn(2, 8)).dtype)
+        except RuntimeError:
+            result = "RuntimeError"
+        print(out_dtype, seen["norm_in"], seen["norm_out"], result)
+    dist.destroy_process_group()
+""")
+
+
+def test_an_fp32_norm_in_a_bf16_fsdp2_model_needs_output_dtype():
+    """docs/reference.md (notebook 08, FSDP2 row) and exercise 5's solution: the norm's own policy casts its input to
+    fp32; without output_dtype=bf16 its fp32 output reaches a bf16 Linear, which refuses it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "PORT": str(port)}
+    out = subprocess.run([sys.executable, "-c", _FP32_NORM], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.split("\n")
+    assert "None torch.float32 torch.float32 RuntimeError" in lines
+    assert "torch.bfloat16 torch.float32 torch.float32 torch.bfloat16" in lines
 
 
 def test_sharded_checks_its_arguments():

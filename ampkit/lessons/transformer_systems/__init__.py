@@ -5,7 +5,8 @@ Taught in ``08_transformers_compiled_and_sharded.ipynb``. One module per idea:
 
 - :mod:`~ampkit.lessons.transformer_systems.task`: the small decoder and its character batches;
 - :mod:`~ampkit.lessons.transformer_systems.compiled`: ``torch.compile`` under autocast against eager
-  (:func:`compile_vs_eager`), the backward's autocast setting (:func:`backward_autocast`, :func:`fp32_region_grad`);
+  (:func:`compile_vs_eager`), the backward's autocast setting (:func:`backward_autocast`, :func:`fp32_region_grad`,
+  :func:`autocast_rules`);
 - :mod:`~ampkit.lessons.transformer_systems.checkpointing`: activation checkpointing under autocast
   (:func:`checkpoint_experiment`, :func:`saved_bytes`, :func:`linear_calls`, :func:`default_variant`);
 - :mod:`~ampkit.lessons.transformer_systems.sharded`: FSDP2's ``MixedPrecisionPolicy`` on 2 gloo processes
@@ -35,6 +36,7 @@ from ampkit.lessons.transformer_systems.compiled import (
     CompileRun,
     CountingBackend,
     Fp32Region,
+    autocast_rules,
     backward_autocast,
     compile_vs_eager,
     fp32_region_grad,
@@ -52,8 +54,8 @@ from ampkit.lessons.transformer_systems.sharded import POLICIES, ShardedGrads, S
 from ampkit.lessons.transformer_systems.task import SMALL, decoder_batches, small_decoder
 
 __all__ = ["SMALL", "small_decoder", "decoder_batches",
-           "BACKENDS", "BACKWARD_AUTOCAST", "CompileRun", "CountingBackend", "Fp32Region", "backward_autocast",
-           "compile_vs_eager", "fp32_region_grad",
+           "BACKENDS", "BACKWARD_AUTOCAST", "CompileRun", "CountingBackend", "Fp32Region", "autocast_rules",
+           "backward_autocast", "compile_vs_eager", "fp32_region_grad",
            "Checkpointed", "CheckpointResult", "checkpoint_experiment", "saved_bytes", "with_checkpointing",
            "LinearCalls", "linear_calls", "DefaultVariant", "default_variant",
            "POLICIES", "ShardedGrads", "ShardedRun", "sharded_gradients",

@@ -6,13 +6,15 @@ seeded decoder with the kit's one training step (:func:`ampkit.train.train_step`
 ``torch.compile``-d (handed to ``train_step`` as ``forward_loss``). It records both loss curves, the first step's
 gradients (compared bit for bit) and the step times: the first compiled step (the compile, cold in this process),
 the later steps of the same shape (no new compile) and one step at a new shape (a recompile). A counting backend
-(a documented custom-backend callable that hands each graph on to the chosen backend) counts the graphs compiled.
+(a documented custom-backend callable that hands each graph on to the chosen backend) counts the graphs compiled;
+with ``aot_eager`` it also records the ops of the backward graph that AOTAutograd traced.
 
 The compiled backward is traced by AOTAutograd under the autocast state that
 ``torch._functorch.config.backward_pass_autocast`` names: ``"same_as_forward"`` (torch 2.13's default: the
 forward's autocast) or ``"off"`` (no autocast, as eager autograd runs the backward of the kit's ``train_step``).
 :func:`backward_autocast` sets it for a block; :func:`fp32_region_grad` runs the model of pytorch#153044, where the
-difference turns an fp32 gradient into ``inf``.
+difference turns an fp32 gradient into ``inf``. :func:`autocast_rules` says which of a graph's ops autocast has a
+rule for on a device (the CPU's and CUDA's lists differ: CUDA's fp32 list holds ``sum``, the CPU's does not).
 
 >>> BACKENDS
 ('eager', 'aot_eager', 'inductor')
@@ -37,7 +39,7 @@ from ampkit.precision import apply_level
 from ampkit.train import train_step
 
 __all__ = ["BACKENDS", "BACKWARD_AUTOCAST", "CompileRun", "CountingBackend", "Fp32Region", "backward_autocast",
-           "current_backward_autocast",
+           "current_backward_autocast", "autocast_rules",
            "compile_vs_eager", "fp32_region_grad"]
 
 #: The ``torch.compile`` backends :func:`compile_vs_eager` accepts.
@@ -50,7 +52,10 @@ BACKWARD_AUTOCAST: tuple[str, ...] = ("same_as_forward", "off")
 
 class CountingBackend:
     """A ``torch.compile`` backend that counts the graphs it is given and hands each one to ``backend``:
-    ``torch.compile(fn, backend=CountingBackend("eager"))``, then read ``.graphs``.
+    ``torch.compile(fn, backend=CountingBackend("eager"))``, then read ``.graphs``. With ``"aot_eager"`` it also
+    records, in ``.backward_ops``, the distinct aten ops (``"aten::mm"``, ``"aten::sum.dim_IntList"``, ...) of each
+    backward graph AOTAutograd traced (``aot_eager`` with a ``bw_compiler`` that reads the graph, then runs it as
+    ``aot_eager``'s own ``boxed_nop`` does).
 
     >>> CountingBackend("aot_eager").graphs
     0
@@ -59,10 +64,43 @@ class CountingBackend:
     def __init__(self, backend: str = "aot_eager"):
         self.backend = check_choice("backend", backend, BACKENDS)
         self.graphs = 0
+        self.backward_ops: list[str] = []
+
+    def _read_backward(self, gm: torch.fx.GraphModule, example_inputs):
+        from torch._dynamo.backends.debugging import boxed_nop
+
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+                name = node.target.name()
+                if name not in self.backward_ops:
+                    self.backward_ops.append(name)
+        return boxed_nop(gm, example_inputs)
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         self.graphs += 1
+        if self.backend == "aot_eager":
+            from torch._dynamo.backends.debugging import aot_eager
+
+            return aot_eager(gm, example_inputs, bw_compiler=self._read_backward)
         return torch._dynamo.lookup_backend(self.backend)(gm, example_inputs)
+
+
+#: The dispatch keys that hold autocast's rules, per device.
+_AUTOCAST_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+
+
+def autocast_rules(ops, device: str = "cpu") -> tuple[str, ...]:
+    """Those of ``ops`` (names such as ``"aten::mm"`` or ``"aten::sum.dim_IntList"``) that autocast has a rule for on
+    ``device`` (``"cpu"`` or ``"cuda"``) in this torch: a kernel registered for its autocast dispatch key. Read from
+    the dispatcher, so it works for CUDA on a CPU-only torch too.
+
+    >>> autocast_rules(["aten::mm", "aten::sum.dim_IntList", "aten::gelu_backward"], "cpu")
+    ('aten::mm',)
+    >>> autocast_rules(["aten::mm", "aten::sum.dim_IntList", "aten::gelu_backward"], "cuda")
+    ('aten::mm', 'aten::sum.dim_IntList')
+    """
+    key = _AUTOCAST_KEYS[check_choice("device", device, tuple(_AUTOCAST_KEYS))]
+    return tuple(op for op in ops if torch._C._dispatch_has_kernel_for_dispatch_key(op, key))
 
 
 class Fp32Region(nn.Module):
@@ -119,6 +157,7 @@ class CompileRun:
     compiled_skipped: tuple[bool, ...] = ()
     grads_differ: tuple[str, ...] = ()     # parameters whose first-step gradient differs from eager's (bits)
     nonfinite_grads: tuple[str, ...] = ()  # parameters with an inf/NaN in the compiled first-step gradient
+    backward_ops: tuple[str, ...] = ()     # the distinct aten ops of the compiled backward graph(s) (aot_eager only)
 
     @property
     def max_abs_diff(self) -> float:
@@ -207,7 +246,8 @@ def compile_vs_eager(steps: int = 6, backend: str = "aot_eager", dynamic: bool |
     return CompileRun(backend, tuple(v for v, _ in eager_runs), tuple(v for v, _ in runs),
                       statistics.median([t for _, t in eager_runs[1:]] or [eager_runs[0][1]]), runs[0][1],
                       statistics.median(later), new_shape_s, graphs_warm, counter.graphs, dtype, str(setting),
-                      eager_skipped, tuple(scaler.history.skipped[:steps]) if scaler else (), differ, nonfinite)
+                      eager_skipped, tuple(scaler.history.skipped[:steps]) if scaler else (), differ, nonfinite,
+                      tuple(counter.backward_ops))
 
 
 class _FP32Tail(nn.Module):
