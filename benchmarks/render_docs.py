@@ -63,7 +63,7 @@ FULL_DAY = [
     ("03_loss_scaling", 60, "sections 1-9 taught, 10-13 as reading; exercises 1-5"),
     ("lunch", 45, ""),
     ("04_data_sinking", 40, "timeline simulator, the three sinks, calibration; exercises 1 and 3"),
-    ("05_amp_in_practice", 50, "recipes 1.1-1.6, troubleshooting, the AMP doctor; exercises 1, 2 and 4"),
+    ("05_amp_in_practice", 50, "recipes 1.1-1.6, troubleshooting, the AMP doctor; exercises 1, 3 and 4"),
     ("break", 15, ""),
     ("06_fp8_scaling", 40, "recipes, HYBRID, delayed scaling, amax history, MX and 1x128 blocks; exercises 1, 3 and 4"),
     ("wrap-up", 15, "questions; the reference page"),
