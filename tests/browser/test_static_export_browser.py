@@ -28,8 +28,9 @@ _TEX = re.compile(r"(?<![\w\\])\$[^$\n]{1,80}?\$(?!\w)")
 
 
 def _squeeze(text: str) -> str:
-    """Text without white space: markdown joins lines with a space, and none between Chinese characters."""
-    return "".join(text.split())
+    """Only the letters, digits and CJK characters of ``text``: markdown and HTML markup, punctuation and white
+    space (markdown joins lines with a space, none between Chinese characters) differ between source and page."""
+    return re.sub(r"[\W_]+", "", text)
 
 
 def _explanations(path: Path) -> list[str]:
@@ -39,8 +40,7 @@ def _explanations(path: Path) -> list[str]:
         src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
         if c["cell_type"] == "markdown" and "ampkit-solution" in src:
             body = src.split("</summary>", 1)[1].rsplit("</details>", 1)[0]
-            words = re.sub(r"[`*_<>]|\[|\]\([^)]*\)", " ", body)
-            found.append(_squeeze(words))
+            found.append(_squeeze(re.sub(r"<[^>]+>|\]\([^)]*\)", " ", body)))
     return found
 
 
