@@ -57,6 +57,7 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         result["fsdp2"] = _one_step(model2, rank)
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(result, f)
+        dist.barrier()   # neither rank tears the group down while the other still talks to it (gloo aborts then)
     finally:
         dist.destroy_process_group()
 
