@@ -251,9 +251,11 @@ def main(argv: list[str] | None = None) -> int:
               f"or choose another port: make present PRESENT_ARGS=--port={args.port + 1}", file=sys.stderr)
         return 2
     print("$ " + shlex.join(cmd), flush=True)
-    # Voilà gets the terminal's Ctrl-C too (same process group), also when this was started with SIGINT ignored
-    restore = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if os.name == "posix" else None
-    proc = subprocess.Popen(cmd, env=voila_env({**os.environ, **lang_env}), preexec_fn=restore)
+    # Voilà ignores the terminal's Ctrl-C (it shares this process group): a SIGINT that lands while its loop runs a
+    # callback surfaces as a KeyboardInterrupt traceback, whereas SIGTERM, which _stop sends, stops its loop cleanly
+    # from a signal handler (voila/app.py, _handle_signal_stop)
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if os.name == "posix" else None
+    proc = subprocess.Popen(cmd, env=voila_env({**os.environ, **lang_env}), preexec_fn=ignore)
     # Ctrl-C and `kill` stop it, however it was started: a shell that runs a job in the background (nohup, `&`, CI
     # runners) starts it with SIGINT *ignored*, and Python then keeps ignoring it unless told otherwise
     previous = _on_signals(_interrupt)
@@ -288,13 +290,12 @@ def _on_signals(handlers):
 
 
 def _stop(proc: subprocess.Popen) -> int:
-    """Let Voilà stop its kernels and exit: it already has Ctrl-C when run from a terminal (same process group);
-    otherwise SIGTERM, which it handles the same way; SIGKILL as the last resort."""
-    for sig, wait in ((None, 5), (signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+    """Let Voilà stop its kernels and exit: SIGTERM, which it handles by stopping its loop; SIGKILL as the last
+    resort."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
         if proc.poll() is not None:
             break
-        if sig is not None:
-            proc.send_signal(sig)
+        proc.send_signal(sig)
         try:
             proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
