@@ -2,19 +2,22 @@
 
 The package serves the notebooks in ``notebooks/``; each module's docstring names the notebook that teaches it:
 
-==========================  ======================================================================
-notebook                    modules
-==========================  ======================================================================
-00_start_here               ``device`` (cuda > mps > cpu; which 16-bit dtype is native), ``doctor``
-01_fp16_range               ``formats`` (range, precision, rounding, bands of every format)
-02_autocast_and_levels      ``precision`` (O0–O3, dtype traces, the autocast probe), ``models``, ``data``,
-                            ``train`` (the one training loop)
-03_loss_scaling             ``scaling`` (No/Static/Dynamic scalers with torch.amp.GradScaler's calls)
-04_data_sinking             ``sinking`` (data, graph and loop sink), ``timeline`` (the step simulator)
-05_amp_in_practice          ``diagnose`` (non-finite hunter, overflow headroom, scaler health, AMP doctor)
-06_fp8_scaling              ``fp8`` (per-tensor, delayed and MX block scaling; a simulated fp8 linear layer)
-every notebook              ``exercises`` (self-checks, hidden solutions), ``widgets`` (the views)
-==========================  ======================================================================
+====================================  ================================================================================
+notebook                              modules
+====================================  ================================================================================
+00_start_here                         ``device`` (cuda > mps > cpu; which 16-bit dtype is native), ``doctor``
+01_fp16_range                         ``formats`` (range, precision, rounding, bands of every format)
+02_autocast_and_levels                ``precision`` (O0–O3, dtype traces, the autocast probe), ``models``, ``data``,
+                                      ``train`` (the one training loop)
+03_loss_scaling                       ``scaling`` (No/Static/Dynamic scalers with torch.amp.GradScaler's calls)
+04_data_sinking                       ``sinking`` (data, graph and loop sink), ``timeline`` (the step simulator)
+05_amp_in_practice                    ``diagnose`` (non-finite hunter, overflow headroom, scaler health, AMP doctor)
+06_fp8_scaling                        ``fp8`` (per-tensor, delayed and MX block scaling; a simulated fp8 linear layer)
+07_transformers_in_16_bits            ``lessons.transformers``, ``lessons.transformer_weights`` (a decoder in 16
+                                      bits: attention, norms, the loss, bf16 weights, a model stored in fp16)
+08_transformers_compiled_and_sharded  ``lessons.transformer_systems`` (compiled, checkpointed, sharded, hunted)
+every notebook                        ``exercises`` (self-checks, hidden solutions), ``widgets`` (the views)
+====================================  ================================================================================
 
 The top level is lazy (PEP 562): ``import ampkit`` loads only ``ampkit._version``; a module named above loads on
 first use, as an attribute (``ampkit.formats.ulp``) or an import (``from ampkit import formats``). No notebook

@@ -2,9 +2,10 @@
 
 Every view in :mod:`ampkit.widgets` (``FloatExplorer``, ``RangeMap``, ``RoundingSlider``, ``OLevelPicker``,
 ``VisualLossScaler``, ``ScalerReplay``, ``SinkTimeline``, ``AmpDoctor``, ``AmaxHistoryExplorer``,
-``BlockScalingExplorer``) derives from it, so each displays the same way: its live ``widget`` box with a still
-picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel. No matplotlib here, so
-``from ampkit.widgets import RoundingSlider`` stays light. Used in every notebook that shows a widget (00–06).
+``BlockScalingExplorer``, ``AttentionOverflowView``) derives from it, so each displays the same way: its live
+``widget`` box with a still picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel.
+No matplotlib here, so ``from ampkit.widgets import RoundingSlider`` stays light. Used in every notebook that shows a
+widget (00–07; 08 has none).
 """
 from __future__ import annotations
 
