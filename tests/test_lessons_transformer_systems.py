@@ -267,5 +267,4 @@ def test_each_module_names_notebook_08_and_declares_all(name):
     import importlib
 
     mod = importlib.import_module(f"ampkit.lessons.transformer_systems{name}")
-    assert "08_transformers_compiled_and_sharded" in mod.__doc__
-    assert mod.__all__ and all(hasattr(mod, n) for n in mod.__all__)
+    assert "08_transformers_compiled_and_sharded" in mod.__doc__   # (__all__: tests/test_public_api.py)

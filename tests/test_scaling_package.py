@@ -95,8 +95,7 @@ def _modules():
 @pytest.mark.parametrize("module", _modules(), ids=lambda m: m.__name__)
 def test_each_module_is_small_and_declares_its_names(module):
     lines = Path(module.__file__).read_text().count("\n")
-    assert lines <= 400, f"{module.__name__}: {lines} lines"
-    assert all(hasattr(module, name) for name in module.__all__)  # (a lazy name answers through __getattr__)
+    assert lines <= 400, f"{module.__name__}: {lines} lines"   # (its __all__: tests/test_public_api.py)
 
 
 def test_the_face_is_the_modules_own_objects():
@@ -104,7 +103,6 @@ def test_the_face_is_the_modules_own_objects():
     home = {name: getattr(module, name) for module in _modules() for name in module.__all__}
     for name in ampkit.scaling.__all__:
         assert getattr(ampkit.scaling, name) is home[name], name
-    assert len(ampkit.scaling.__all__) == len(set(ampkit.scaling.__all__))
 
 
 def _sources() -> list[str]:
