@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ampkit._util import check_int, check_number
+from ampkit.formats import FP16_MAX
 from ampkit.i18n import mark, tr
 
 __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN_KINDS"]
@@ -37,7 +38,6 @@ __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN
 RUN_KINDS: tuple[str, ...] = (mark("healthy"), mark("persistent"), mark("transient"), mark("scale too low"),
                               mark("growth too slow"))
 FP16_TINY = float(torch.finfo(torch.float16).tiny)
-FP16_MAX = float(torch.finfo(torch.float16).max)
 
 
 @dataclass

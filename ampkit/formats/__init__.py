@@ -6,9 +6,10 @@ Everything here is derived from torch itself (``torch.finfo``, bit patterns, tor
 One file per idea; import the names from ``ampkit.formats``:
 
 - ``registry`` — :data:`FORMATS`, :func:`resolve_format`, :func:`format_name`, :func:`info` (a format's layout and
-  limits: bits, bias, max, smallest normal/subnormal, eps, has-inf) and :class:`FormatInfo`.
+  limits: bits, bias, max, smallest normal/subnormal, eps, has-inf) and :class:`FormatInfo`; :data:`FP16_MAX`.
 - ``rounding`` — :func:`round_trip`, :func:`compare_formats` (:class:`RoundTrip`: stored value, error, verdict),
-  :func:`explain` (the same in plain words), :func:`ulp`, :func:`accumulate` (a sum rounded at every step).
+  :func:`explain` (the same in plain words), :func:`ulp`, :func:`accumulate` (a sum rounded at every step),
+  :func:`to_fp32` (the kit's one float32 rounding, used by the scalers and the fp8 recipes).
 - ``bits`` — :func:`decompose` / :func:`from_bits` / :func:`toggle_bit`: one number as stored (sign, exponent and
   mantissa bits, kind, stored value, rounding error, ulp and the neighbouring representable values).
 - ``bands`` — :func:`classify` (vectorised: what fraction of a tensor would flush to zero, turn subnormal, stay
@@ -35,12 +36,12 @@ from __future__ import annotations
 from ampkit.formats.bands import CLASSES, Classification, RangeBands, classify, classify_codes, range_bands
 from ampkit.formats.bits import KINDS, Decomposition, decompose, from_bits, toggle_bit
 from ampkit.formats.parse import parse_value
-from ampkit.formats.registry import FORMATS, FormatInfo, format_name, info, resolve_format
-from ampkit.formats.rounding import RoundTrip, accumulate, compare_formats, explain, round_trip, ulp
+from ampkit.formats.registry import FORMATS, FP16_MAX, FormatInfo, format_name, info, resolve_format
+from ampkit.formats.rounding import RoundTrip, accumulate, compare_formats, explain, round_trip, to_fp32, ulp
 
 __all__ = [
     "FORMATS", "resolve_format", "format_name", "round_trip", "RoundTrip", "compare_formats",
     "FormatInfo", "info", "Classification", "classify", "classify_codes", "KINDS", "CLASSES",
     "Decomposition", "decompose", "from_bits", "toggle_bit", "ulp", "accumulate", "range_bands",
-    "RangeBands", "parse_value", "explain",
+    "RangeBands", "parse_value", "explain", "FP16_MAX", "to_fp32",
 ]

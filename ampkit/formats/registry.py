@@ -7,6 +7,8 @@ overflow gives), every field derived from torch (``torch.finfo``, bit patterns, 
 
 >>> info("fp16").max, format_name("half")
 (65504.0, 'float16')
+>>> FP16_MAX == info("fp16").max == 65504.0
+True
 """
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ import torch
 
 from ampkit.i18n import tr
 
-__all__ = ["FORMATS", "resolve_format", "format_name", "FormatInfo", "info"]
+__all__ = ["FORMATS", "FP16_MAX", "resolve_format", "format_name", "FormatInfo", "info"]
+
+#: fp16's largest finite number, 65504 (``torch.finfo(torch.float16).max``): a value or gradient above it
+#: overflows to inf when stored in fp16. ``info("fp16").max`` is the same number; this is the constant for a hot path.
+FP16_MAX: float = float(torch.finfo(torch.float16).max)
 
 #: The formats the kit teaches, by canonical name (narrowest last).
 FORMATS: dict[str, torch.dtype] = {

@@ -15,6 +15,7 @@ A Python float (float64) is converted to fp16/bf16/fp8 *through float32* by torc
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from ampkit.i18n import mark, tr
 _VERDICT_WORDS = (mark("exact"), mark("rounded"), mark("flushed to zero"), mark("overflow to inf"),
                   mark("overflow to nan"), mark("saturated to max"))
 
-__all__ = ["round_trip", "RoundTrip", "compare_formats", "verdict", "explain", "ulp", "accumulate"]
+__all__ = ["round_trip", "to_fp32", "RoundTrip", "compare_formats", "verdict", "explain", "ulp", "accumulate"]
 
 
 def round_trip(value: float, fmt: str | torch.dtype) -> float:
@@ -42,6 +43,28 @@ def round_trip(value: float, fmt: str | torch.dtype) -> float:
     """
     dtype = resolve_format(fmt)
     return cast(real_value(value), dtype)
+
+
+_F32 = struct.Struct("f")
+
+
+def to_fp32(value: float) -> float:
+    """``value`` (a Python float, i.e. float64, or anything ``float()`` takes) rounded to the nearest float32, as C's
+    ``static_cast<float>`` does: round to nearest even, ``inf`` where it rounds past float32's largest value, 0 (or a
+    float32 subnormal) below its smallest. The one float32 rounding of the kit: the loss scalers keep their scale in
+    float32 as torch's ``GradScaler`` does, and Transformer Engine keeps its amaxes and scales in float32.
+
+    Bit for bit what ``float(torch.tensor(value, dtype=torch.float32))`` gives, without building a tensor.
+
+    >>> to_fp32(0.1), to_fp32(1e39), to_fp32(-1e39), to_fp32(1e-50)
+    (0.10000000149011612, inf, -inf, 0.0)
+    >>> to_fp32(2.0**16 * 0.5) == 32768.0     # powers of two (the scales' usual values) are exact
+    True
+    """
+    try:
+        return _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:                   # rounds beyond float32's largest value
+        return math.copysign(math.inf, value)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit.fp8.mx import ROUNDINGS, check_block, mx_exponents, mx_fake_quantize
-from ampkit.fp8.quantize import fp8_name, saturation_threshold
+from ampkit.fp8.quantize import fp8_name, saturates
 from ampkit.fp8.tiles import check_tile, from_tiles, tile_fake_quantize, tile_scales, to_tiles
 from ampkit.i18n import tr
 
@@ -133,12 +133,6 @@ def block_stats(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, round
     saturated = nonzero & saturates(scaled, name)
     return BlockStats(fmt=name, block=block if block == PER_TENSOR else b, rounding=rounding, n_blocks=int(e.numel()),
                       rel_error=_rel_error(x, deq), flushed=flushed, saturated=saturated)
-
-
-def saturates(magnitude: torch.Tensor, fmt: str) -> torch.Tensor:
-    """``|x * scale|`` rounds beyond fp8_max (see :func:`~ampkit.fp8.quantize.saturation_threshold`)."""
-    t, inclusive = saturation_threshold(fmt)
-    return magnitude >= t if inclusive else magnitude > t
 
 
 def _rel_error(x: torch.Tensor, deq: torch.Tensor) -> torch.Tensor:

@@ -38,7 +38,7 @@ import torch
 
 from ampkit._util import check_int
 from ampkit.dtypes import short_name
-from ampkit.formats import resolve_format
+from ampkit.formats import resolve_format, to_fp32
 from ampkit.i18n import tr
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
@@ -104,23 +104,23 @@ def saturation_threshold(fmt: str | torch.dtype) -> tuple[float, bool]:
     return m + (m - below) / 2, bool(bits & 1)
 
 
-def saturates(prod_abs: torch.Tensor, fmt: str) -> torch.Tensor:
+def saturates(magnitude: torch.Tensor, fmt: str | torch.dtype) -> torch.Tensor:
+    """Where ``magnitude`` (``|x * scale|``, the scaled values' sizes) rounds beyond ``fmt``'s largest value: above
+    :func:`saturation_threshold` (e4m3: > 464; e5m2: >= 61440, a tie there rounds up). The one saturation test of
+    the kit: per-tensor scaling, tiles, MX blocks and the block comparisons all count with it.
+
+    >>> saturates(torch.tensor([448.0, 464.0, 465.0]), "e4m3").tolist()
+    [False, False, True]
+    >>> saturates(torch.tensor([57344.0, 61440.0]), "e5m2").tolist()
+    [False, True]
+    """
     t, inclusive = saturation_threshold(fmt)
-    return prod_abs >= t if inclusive else prod_abs > t
+    return magnitude >= t if inclusive else magnitude > t
 
 
 def check_margin(margin) -> int:
     """``margin`` as an int ≥ 0 (Transformer Engine's margin is an exponent: the scale is divided by 2**margin)."""
     return check_int("margin", margin, minimum=0)
-
-
-def to_fp32(value: float) -> float:
-    """``value`` rounded to the nearest fp32 number (TE keeps amaxes and scales in fp32).
-
-    >>> to_fp32(0.1), to_fp32(1e39), to_fp32(1e-50)
-    (0.10000000149011612, inf, 0.0)
-    """
-    return float(torch.tensor(float(value), dtype=torch.float32))
 
 
 def one_number(value, want: str) -> float:

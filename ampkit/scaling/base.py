@@ -1,13 +1,13 @@
 """The machinery all three loss scalers share: torch.amp.GradScaler's calls, per-optimizer stages, history.
 
 Taught in notebook ``03_loss_scaling.ipynb``; the scalers themselves (and the dynamic rule) are in
-:mod:`ampkit.scaling.scalers`. Arithmetic is torch's: the scale is a float32 (:func:`_f32`), the reciprocal
-is taken in float64 and rounded to float32, gradients are unscaled and checked by
+:mod:`ampkit.scaling.scalers`. Arithmetic is torch's: the scale is a float32 (:func:`~ampkit.formats.to_fp32`), the
+reciprocal is taken in float64 and rounded to float32, gradients are unscaled and checked by
 ``torch._amp_foreach_non_finite_check_and_unscale_`` — so a scaler built on this class matches
 ``torch.amp.GradScaler`` bit for bit. A subclass says what it does with ``_multiply`` (scale the loss or not),
 ``_skip_nonfinite`` (skip an overflowing step or not) and ``_next_scale`` (the rule).
 
->>> _f32(0.1) == 0.1, _f32(2.0**200)
+>>> to_fp32(0.1) == 0.1, to_fp32(2.0**200)
 (False, inf)
 """
 from __future__ import annotations
@@ -21,9 +21,8 @@ from typing import Any
 
 import torch
 
-from ampkit.formats import Classification, classify, resolve_format
+from ampkit.formats import Classification, classify, resolve_format, to_fp32
 from ampkit.i18n import mark, tr
-from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.protocol import ScaleInputError, ScalerTypeError, ScalerUsageError, ScalerValueError
 
 __all__ = ["StepRecord"]
@@ -107,7 +106,7 @@ class ScalerBase:
 
     def _materialise(self, device: torch.device) -> torch.Tensor:
         if not self._materialised:
-            self._scale = _f32(self._scale)
+            self._scale = to_fp32(self._scale)
             self._materialised = True
         t = self._scale_t
         if t is None or t.device != device:
@@ -356,7 +355,7 @@ class ScalerBase:
             found, skipped = self._found_inf_this_step()
         used = self._scale
         if new_scale is not None:
-            self._set_scale(_f32(self._check_new_scale(self._new_scale_value(new_scale))))
+            self._set_scale(to_fp32(self._check_new_scale(self._new_scale_value(new_scale))))
         else:
             self._set_scale(self._next_scale(found))
         if self.record_history:

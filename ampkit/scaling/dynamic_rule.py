@@ -17,30 +17,15 @@ DynamicState(scale=8.0, growth_tracker=1, overflows_counted=0)
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from ampkit._util import check_int, check_positive_finite
+from ampkit.formats import to_fp32
 from ampkit.i18n import tr
 from ampkit.scaling.protocol import ScalerValueError
 
 __all__ = ["DynamicRule", "DynamicState"]
-
-
-_F32 = struct.Struct("f")
-
-
-def f32(x: float) -> float:
-    """Round a Python float (float64) to the nearest float32, as C's ``static_cast<float>`` does (inf on overflow).
-
-    >>> f32(0.1), f32(1e39)
-    (0.10000000149011612, inf)
-    """
-    try:
-        return _F32.unpack(_F32.pack(x))[0]
-    except OverflowError:                   # rounds beyond float32's largest value
-        return math.copysign(math.inf, x)
 
 
 def check_growth_factor(value: Any) -> float:
@@ -97,10 +82,10 @@ class DynamicRule:
                    "backoff_factor": check_backoff_factor(self.backoff_factor),
                    "growth_interval": check_int("growth_interval", self.growth_interval),
                    "hysteresis": check_int("hysteresis", self.hysteresis),
-                   "min_scale": None if self.min_scale is None else f32(check_positive_finite("min_scale",
-                                                                                             self.min_scale)),
-                   "max_scale": None if self.max_scale is None else f32(check_positive_finite("max_scale",
-                                                                                             self.max_scale))}
+                   "min_scale": None if self.min_scale is None else to_fp32(check_positive_finite("min_scale",
+                                                                                                 self.min_scale)),
+                   "max_scale": None if self.max_scale is None else to_fp32(check_positive_finite("max_scale",
+                                                                                                 self.max_scale))}
         lo, hi = checked["min_scale"], checked["max_scale"]
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"min_scale ({self.min_scale!r}) must be <= max_scale ({self.max_scale!r})")
@@ -123,7 +108,7 @@ class DynamicRule:
             tracker = 0
             counted += 1
             if counted >= self.hysteresis:
-                scale = f32(scale * self.backoff_factor)
+                scale = to_fp32(scale * self.backoff_factor)
                 if self.min_scale is not None and scale < self.min_scale:
                     scale = self.min_scale
         else:
@@ -131,7 +116,7 @@ class DynamicRule:
                 counted = 0                 # consecutive_hysteresis=True: a clean step refills the count
             tracker += 1
             if tracker == self.growth_interval:
-                grown = f32(scale * self.growth_factor)
+                grown = to_fp32(scale * self.growth_factor)
                 if math.isfinite(grown):
                     scale = grown if self.max_scale is None or grown < self.max_scale else self.max_scale
                 tracker = 0

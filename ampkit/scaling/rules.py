@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from ampkit._util import check_int, check_number
+from ampkit.formats import to_fp32
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
-from ampkit.scaling.dynamic_rule import f32 as _f32
 from ampkit.scaling.scalers import DynamicLossScaler
 
 __all__ = ["DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule"]
@@ -54,7 +54,7 @@ def f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = Fals
     ValueError: scale_value must be a number >= 1 that a float32 holds (...); got 0.99999999 (as a float32: 1.0)
     """
     v = check_number(name, value, "2.0**16")
-    s = _f32(v)
+    s = to_fp32(v)
 
     def in_range(x: float) -> bool:
         return x >= above if at_least else x > above
@@ -167,7 +167,7 @@ class MindSporeDynamicRule(StoredScale):
     def __init__(self, init_loss_scale: float = 2.0**24, scale_factor: float = 2, scale_window: int = 2000):
         self._scale = _at_least_one("init_loss_scale", init_loss_scale)
         self.scale_factor = _at_least_one("scale_factor", scale_factor, strict=True)     # Tensor(.., float32)
-        self._reciprocal = _f32(1.0 / self.scale_factor)                               # P.Reciprocal, float32
+        self._reciprocal = to_fp32(1.0 / self.scale_factor)                               # P.Reciprocal, float32
         self.scale_window = check_int("scale_window", scale_window)
         self._cur_iter = 1
         self._last_overflow_iter = 0
@@ -175,12 +175,12 @@ class MindSporeDynamicRule(StoredScale):
     def update(self, overflow: bool) -> None:
         """``DynamicLossScaleUpdateCell.construct`` after one step."""
         overflow = bool(overflow)
-        scale = max(_f32(self._scale * self._reciprocal), 1.0) if overflow else self._scale
+        scale = max(to_fp32(self._scale * self._reciprocal), 1.0) if overflow else self._scale
         should_inc = self.scale_window <= self._cur_iter - self._last_overflow_iter
         if overflow or should_inc:
             self._last_overflow_iter = self._cur_iter
         if should_inc and not overflow:
-            scale = _f32(scale * self.scale_factor)
+            scale = to_fp32(scale * self.scale_factor)
         self._scale = scale
         self._cur_iter += 1
 

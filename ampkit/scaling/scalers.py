@@ -49,9 +49,10 @@ import torch
 from torch.cuda.amp.common import amp_definitely_not_available
 
 from ampkit._util import check_int, check_positive_finite
+from ampkit.formats import to_fp32
 from ampkit.i18n import tr
 from ampkit.scaling.base import ScalerBase
-from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState, check_backoff_factor, check_growth_factor, f32
+from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState, check_backoff_factor, check_growth_factor
 from ampkit.scaling.protocol import ScalerStateError
 
 __all__ = ["NoLossScaler", "StaticLossScaler", "DynamicLossScaler", "TORCH_STATE_KEYS"]
@@ -152,7 +153,7 @@ class StaticLossScaler(ScalerBase):
         if "scale" not in state_dict:
             raise ValueError(f"load_state_dict() needs key 'scale'; got keys {sorted(map(str, state_dict))}")
         value = check_positive_finite("state_dict['scale']", state_dict["scale"])
-        self._set_scale(f32(value) if self._materialised else value)
+        self._set_scale(to_fp32(value) if self._materialised else value)
 
 
 class DynamicLossScaler(ScalerBase):
@@ -304,4 +305,4 @@ class DynamicLossScaler(ScalerBase):
         self._growth_tracker = tracker
         self._overflows_counted = counted
         scale = float(d["scale"])
-        self._set_scale(f32(scale) if self._materialised else scale)
+        self._set_scale(to_fp32(scale) if self._materialised else scale)

@@ -25,7 +25,7 @@ import numbers
 from typing import Any
 
 from ampkit._util import check_int
-from ampkit.scaling.dynamic_rule import f32 as _f32
+from ampkit.formats import to_fp32
 from ampkit.scaling.rules import StoredScale, f32_setting
 
 __all__ = ["PaddleGradScalerRule", "MindSporeFunctionalRule", "KerasLossScaleRule", "TFKeras2LossScaleRule",
@@ -107,13 +107,13 @@ class PaddleGradScalerRule(_Rule):
             self._incr_count = 0
             self._decr_count += 1
             if self._decr_count == self.decr_every_n_nan_or_inf:
-                self._scale = _f32(self._scale * self.decr_ratio)
+                self._scale = to_fp32(self._scale * self.decr_ratio)
                 self._decr_count = 0
         else:
             self._decr_count = 0
             self._incr_count += 1
             if self._incr_count == self.incr_every_n_steps:
-                self._scale = _f32(self._scale * self.incr_ratio)
+                self._scale = to_fp32(self._scale * self.incr_ratio)
                 self._incr_count = 0
 
 
@@ -149,7 +149,7 @@ class MindSporeFunctionalRule(_Rule):
                                    why=" (MindSpore refuses a scale_value below 1 as given, before it keeps it as "
                                        "a float32)")
         self.scale_factor = _mindspore_int("scale_factor", scale_factor)
-        self._k = _f32(self.scale_factor)
+        self._k = to_fp32(self.scale_factor)
         self.scale_window = _mindspore_int("scale_window", scale_window)
         self._counter = 0
 
@@ -157,11 +157,11 @@ class MindSporeFunctionalRule(_Rule):
         """``DynamicLossScaler.adjust(grads_finite=not overflow)``."""
         finite = not overflow
         if finite:
-            grown = _f32(self._scale * self._k)
+            grown = to_fp32(self._scale * self._k)
             if self._counter == self.scale_window - 1 and math.isfinite(grown):
                 self._scale = grown
         else:
-            self._scale = max(1.0, _f32(self._scale / self._k))
+            self._scale = max(1.0, to_fp32(self._scale / self._k))
         self._counter = ((self._counter + 1) % self.scale_window) * int(finite)
 
 
@@ -191,10 +191,10 @@ class KerasLossScaleRule(_Rule):
         self._step_counter = 0
 
     def _grow(self) -> float:
-        return _f32(self._scale * 2.0)          # Keras 3: no finiteness check
+        return to_fp32(self._scale * 2.0)          # Keras 3: no finiteness check
 
     def _shrink(self) -> float:
-        return _f32(self._scale * 0.5)          # Keras 3: ops.multiply(dynamic_scale, 0.5)
+        return to_fp32(self._scale * 0.5)          # Keras 3: ops.multiply(dynamic_scale, 0.5)
 
     def update(self, overflow: bool) -> None:
         """``_stateful_handle_finite_grads`` / ``_stateful_handle_non_finite_grads``."""
@@ -228,11 +228,11 @@ class TFKeras2LossScaleRule(KerasLossScaleRule):
     floor = 1.0
 
     def _grow(self) -> float:
-        grown = _f32(self._scale * 2.0)
+        grown = to_fp32(self._scale * 2.0)
         return grown if math.isfinite(grown) else self._scale
 
     def _shrink(self) -> float:
-        return max(_f32(self._scale / 2.0), 1.0)
+        return max(to_fp32(self._scale / 2.0), 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,7 +277,7 @@ class JmpDynamicLossScale:
 
     def _next(self, grads_finite: bool, lowered: float) -> JmpDynamicLossScale:
         if grads_finite:
-            grown = _f32(self.loss_scale * _f32(self.factor))
+            grown = to_fp32(self.loss_scale * to_fp32(self.factor))
             scale = grown if self.counter == self.period - 1 and math.isfinite(grown) else self.loss_scale
         else:
             scale = lowered
@@ -287,13 +287,14 @@ class JmpDynamicLossScale:
     def adjust(self, grads_finite: bool) -> JmpDynamicLossScale:
         """The next state, op by op: periodic growth (to a finite value) while finite, else
         ``max(min_loss_scale, float32(scale / factor))``."""
-        return self._next(grads_finite, max(_f32(self.min_loss_scale), _f32(self.loss_scale / _f32(self.factor))))
+        return self._next(grads_finite, max(to_fp32(self.min_loss_scale),
+                                            to_fp32(self.loss_scale / to_fp32(self.factor))))
 
     def jit_adjust(self, grads_finite: bool) -> JmpDynamicLossScale:
         """The next state as a ``jax.jit``-compiled step returns it: the same growth, else
         ``max(1, float32(scale * float32(1 / factor)))``; ``min_loss_scale`` is lost (1.0 from now on)."""
         state = dataclasses.replace(self, min_loss_scale=1.0)       # tree_unflatten: the default floor
-        return state._next(grads_finite, max(1.0, _f32(self.loss_scale * _f32(1.0 / self.factor))))
+        return state._next(grads_finite, max(1.0, to_fp32(self.loss_scale * to_fp32(1.0 / self.factor))))
 
 
 class JmpDynamicRule(_Rule):

@@ -18,6 +18,7 @@ Note: the causal mask itself writes ``-inf`` above the diagonal (``masked_fill``
 not overflow, that is the first non-finite value the hunter sees; a real overflow shows up as an earlier op (the
 matmul ``aten.bmm``).
 
+>>> from ampkit.formats import FP16_MAX
 >>> x, _ = decoder_batches(1)[0]
 >>> raw_logit_max(overflowing_decoder("logits"), x) > FP16_MAX     # q·kᵀ passes 65504 (hunt_decoder finds where)
 True
@@ -40,9 +41,6 @@ from ampkit.train import train_step
 
 __all__ = ["overflowing_decoder", "raw_logit_max", "DecoderHunt", "hunt_decoder", "first_forward_inf",
            "overflow_gain", "fp16_attention_finite"]
-
-#: fp16's largest finite number.
-FP16_MAX = float(torch.finfo(torch.float16).max)
 
 
 def overflowing_decoder(scale_at: str = "logits", gain: float = 400.0, seed: int = 0) -> DecoderLM:
