@@ -65,10 +65,10 @@ hub-cert: $(STAMP) ## a self-signed HTTPS certificate for the hub; prints its fi
 
 # The isolated hub's system users (ampkit-NAME; as root): made before the day, or on each learner's first login.
 hub-users: $(STAMP) ## create the isolated hub's learner accounts: NAMES=ana-k,bo-l (as root)
-	@$(HUB_ENV) $(BIN)/python -m ampkit.classroom.isolation add $(subst $(comma), ,$(NAMES))
+	@$(HUB_ENV) $(BIN)/python -m ampkit.classroom.hub.users add $(subst $(comma), ,$(NAMES))
 
 hub-users-remove: $(STAMP) ## remove the learner accounts (NAMES=..., or all ampkit-*); homes stay
-	@$(HUB_ENV) $(BIN)/python -m ampkit.classroom.isolation remove $(subst $(comma), ,$(NAMES))
+	@$(HUB_ENV) $(BIN)/python -m ampkit.classroom.hub.users remove $(subst $(comma), ,$(NAMES))
 
 # Real hubs on 127.0.0.1 (tests/hub): isolation (system users, as root), HTTPS. Not in `make test` (CI has no hub
 # extra); without the extras or root it prints one line saying so and exits 2 before anything runs.

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ampkit.classroom import hub, isolation
+from ampkit.classroom.hub import users
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "hub" / "jupyterhub_config.py"
@@ -220,9 +221,9 @@ def test_config_shared_mode_keeps_its_spawner_and_culls_kernels(tmp_path, monkey
 
 def test_users_cli_refuses_without_root_or_names(monkeypatch, capsys):
     monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
-    assert isolation.main(["add", "ana"]) == 2 and "needs root" in capsys.readouterr().err
+    assert users.main(["add", "ana"]) == 2 and "needs root" in capsys.readouterr().err
     monkeypatch.setattr(isolation.os, "geteuid", lambda: 0)
-    assert isolation.main(["add"]) == 2 and "NAMES=" in capsys.readouterr().err
+    assert users.main(["add"]) == 2 and "NAMES=" in capsys.readouterr().err
 
 
 def test_start_problem_is_one_line_before_anything_starts(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ The checker is tested too: a synthetic module with a forbidden import (or a priv
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,180 @@ def test_the_checker_passes_clean_sources():
 def test_every_module_has_a_layer():
     for name in _sources():
         assert layer_of(name) is not None
+
+
+# ---- no import cycles ---------------------------------------------------------------------------------------------
+
+def import_graph(sources: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Module -> {ampkit module it imports: the line}, over every import (module level, inside functions and under
+    ``if TYPE_CHECKING``). ``from pkg import sub`` with ``sub`` a module is an edge to ``pkg.sub`` only: the
+    package's ``__init__`` that Python runs first is not counted (else every package that gathers its submodules
+    would be a cycle); ``from pkg import name`` with ``name`` defined in the package is an edge to ``pkg``."""
+    graph: dict[str, dict[str, int]] = {}
+    for module, source in sources.items():
+        edges = graph.setdefault(module, {})
+        for line, target, names in imports(module, ast.parse(source)):
+            subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in sources]
+            targets = subs + ([target] if len(subs) < len(names) or not names else [])
+            for t in targets:
+                if t in sources and t != module:
+                    edges.setdefault(t, line)
+    return graph
+
+
+def import_cycles(graph: dict[str, dict[str, int]]) -> list[tuple[list[str], list[str]]]:
+    """Each group of modules that import each other (a strongly connected component of ``graph`` with more than one
+    module): one cycle through it (``[a, b, ..., a]``, from its first module) and all its modules, sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:            # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, {})):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for group in groups:                  # a shortest way back to the group's first module
+        start = min(group)
+        paths = {start: [start]}
+        frontier = [start]
+        while frontier and start not in [w for v in frontier for w in graph.get(v, {})]:
+            nxt = []
+            for v in frontier:
+                for w in sorted(graph.get(v, {})):
+                    if w in group and w not in paths:
+                        paths[w] = paths[v] + [w]
+                        nxt.append(w)
+            frontier = nxt
+        last = next(v for v in frontier if start in graph.get(v, {}))
+        cycles.append((paths[last] + [start], sorted(group)))
+    return sorted(cycles)
+
+
+def cycle_problems(sources: dict[str, str]) -> list[str]:
+    graph = import_graph(sources)
+    return [" -> ".join(f"{a}:{graph[a][b]}" for a, b in zip(cycle, cycle[1:])) + f" -> {cycle[-1]}: an import cycle"
+            + (f" (the modules that import each other: {', '.join(group)})" if len(group) > 2 else "")
+            for cycle, group in import_cycles(graph)]
+
+
+def test_no_module_imports_itself_back():
+    problems = cycle_problems(_sources())
+    assert not problems, ("modules that import each other (module:line of each import); move what both need into "
+                          "a module both import:\n" + "\n".join(problems))
+
+
+@pytest.mark.parametrize("sources, expected", [
+    ({"ampkit.classroom.a": "from ampkit.classroom import b\n",                      # both at module level
+      "ampkit.classroom.b": "from ampkit.classroom.a import X\n"},
+     "ampkit.classroom.a:1 -> ampkit.classroom.b:1 -> ampkit.classroom.a"),
+    ({"ampkit.classroom.a": "def f():\n    from ampkit.classroom import b\n",       # inside a function
+      "ampkit.classroom.b": "import ampkit.classroom.a\n"},
+     "ampkit.classroom.a:2 -> ampkit.classroom.b:1 -> ampkit.classroom.a"),
+    ({"ampkit.classroom.a": "from typing import TYPE_CHECKING\n"                    # three modules, a TYPE_CHECKING one
+                            "if TYPE_CHECKING:\n    from ampkit.classroom.c import S\n",
+      "ampkit.classroom.c": "from ampkit.classroom.d import T\n",
+      "ampkit.classroom.d": "def f():\n    from ampkit.classroom.a import g\n"},
+     "ampkit.classroom.a:3 -> ampkit.classroom.c:1 -> ampkit.classroom.d:2 -> ampkit.classroom.a: an import cycle "
+     "(the modules that import each other: ampkit.classroom.a, ampkit.classroom.c, ampkit.classroom.d)"),
+    ({"ampkit.classroom.hub": "X = 1\nfrom ampkit.classroom.hub.cli import main  # noqa: E402\n",
+      "ampkit.classroom.hub.cli": "from ampkit.classroom.hub import X\n"},          # the package and its submodule
+     "ampkit.classroom.hub:2 -> ampkit.classroom.hub.cli:1 -> ampkit.classroom.hub"),
+])
+def test_the_cycle_check_reports_a_planted_cycle(sources, expected):
+    problems = cycle_problems(sources)
+    assert len(problems) == 1 and problems[0].startswith(expected) and "an import cycle" in problems[0], problems
+
+
+def test_the_cycle_check_passes_a_package_that_gathers_its_submodules():
+    assert cycle_problems({"ampkit.scaling": "from ampkit.scaling.rules import Rule\n",
+                           "ampkit.scaling.rules": "from ampkit.scaling import base\n",   # the module, not __init__
+                           "ampkit.scaling.base": "import math\n"}) == []
+
+
+# ---- the room's tools: the standard library only at import time ---------------------------------------------------
+
+def module_level_imports(module: str, tree: ast.Module) -> list[tuple[int, str, list[str]]]:
+    """The imports that run when ``module`` is imported: the module's own statements (also inside top-level
+    ``if``/``try``/``with`` and class bodies), not those inside functions nor under ``if TYPE_CHECKING``."""
+    found: list[ast.stmt] = []
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+            elif isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                walk(node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body])
+            elif isinstance(node, (ast.With, ast.ClassDef)):
+                walk(node.body)
+
+    walk(tree.body)
+    return imports(module, ast.Module(body=found, type_ignores=[]))
+
+
+def classroom_problems(module: str, source: str) -> list[str]:
+    """The imports of an ``ampkit.classroom`` module that run at import time and name neither the standard library
+    nor ``ampkit.classroom``: the room's tools run where only Python is installed (docs/architecture.md)."""
+    problems = []
+    for line, target, _ in module_level_imports(module, ast.parse(source)):
+        ours = target == "ampkit.classroom" or target.startswith("ampkit.classroom.")
+        if not ours and target.split(".")[0] not in sys.stdlib_module_names:
+            problems.append(f"{module}:{line}: imports {target} at import time (the room's tools import only the "
+                            "standard library and ampkit.classroom there; import it inside the function that "
+                            "needs it)")
+    return problems
+
+
+def test_the_rooms_tools_import_only_the_standard_library():
+    problems = [p for name, src in _sources().items() if layer_of(name) == "classroom"
+                for p in classroom_problems(name, src)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import nbformat\n", "imports nbformat at import time"),
+    ("from tornado import web\n", "imports tornado at import time"),
+    ("import ampkit\n", "imports ampkit at import time"),
+    ("from ampkit import formats\n", "imports ampkit at import time"),
+    ("from ampkit.scaling import rules\n", "imports ampkit.scaling.rules at import time"),
+    ("try:\n    import psutil\nexcept ImportError:\n    psutil = None\n", "imports psutil"),
+    ("import sys\nif sys.platform == 'linux':\n    import jupyterhub.spawner\n", "imports jupyterhub.spawner"),
+    ("class A:\n    import yaml\n", "imports yaml"),
+])
+def test_the_classroom_check_reports_a_planted_import(source, expected):
+    problems = classroom_problems("ampkit.classroom.hub", source)
+    assert any(expected in p for p in problems), problems
+
+
+def test_the_classroom_check_passes_deferred_and_own_imports():
+    assert classroom_problems("ampkit.classroom.roomview.service",
+                              "from __future__ import annotations\nimport json\nfrom typing import TYPE_CHECKING\n"
+                              "from ampkit.classroom.roomview.room import Room\nfrom .page import page_html\n"
+                              "if TYPE_CHECKING:\n    import psutil\n"
+                              "def f():\n    from tornado import web\n    import nbformat\n") == []

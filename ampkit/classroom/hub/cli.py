@@ -9,8 +9,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ampkit.classroom import isolation
-from ampkit.classroom.hub import exposure_problem, settings_from_env
 from ampkit.classroom.hub.extras import missing_extras, missing_message, node_problem, node_version
+from ampkit.classroom.hub.settings import exposure_problem, settings_from_env
 
 
 def main(argv: list[str] | None = None) -> int:

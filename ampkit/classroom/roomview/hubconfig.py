@@ -8,7 +8,7 @@ where ``kernels/python3/kernel.json`` starts the usual ``ipykernel_launcher`` wi
 Nothing is written into a learner's folder, every kernel of the room gets it, and outside the hub (``make lab``,
 the tests) ``JUPYTER_PATH`` is not set and nothing changes.
 
->>> from ampkit.classroom.hub import settings_from_env
+>>> from ampkit.classroom.hub.settings import settings_from_env
 >>> kernel_report_url(settings_from_env({"AMPKIT_HUB_IP": "0.0.0.0"}, "/kit"))
 'http://127.0.0.1:8000/services/room-view/api/report'
 """
@@ -23,7 +23,7 @@ from ampkit.classroom.report import CA_VAR, URL_VAR
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
 
 if TYPE_CHECKING:
-    from ampkit.classroom.hub import HubSettings
+    from ampkit.classroom.hub.settings import HubSettings
 
 #: JupyterHub's default scopes of a learner server's token (its ``server`` role), to which the report scope is added.
 SERVER_TOKEN_SCOPES = ("users:activity!user", "access:servers!server")
