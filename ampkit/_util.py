@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -29,7 +30,7 @@ import torch
 from ampkit.i18n import tr
 
 __all__ = ["walk", "iter_tensors", "map_tensors", "first_tensor", "sync", "check_int", "check_number",
-           "check_positive_finite", "check_choice"]
+           "check_positive_finite", "check_choice", "free_port", "saved_tensor_bytes"]
 
 
 def walk(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -120,3 +121,41 @@ def check_choice(name: str, value: Any, choices: Iterable[str], hint: str = "") 
         return value
     raise ValueError(tr("{name} must be one of {choices}; got {value!r}{hint}", name=name,
                         choices=", ".join(map(repr, choices)), value=value, hint=hint))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago: the operating system picks one (bind to port 0) and the
+    socket is closed again, for a process group's rendezvous (``MASTER_PORT``) started right after.
+
+    >>> 1024 <= free_port() <= 65535
+    True
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def saved_tensor_bytes(fn: Callable[[], object], leave_out: Iterable[torch.Tensor] = ()) -> int:
+    """Run ``fn()`` and return the bytes of the tensors autograd saved for the backward pass meanwhile, counted with
+    ``torch.autograd.graph.saved_tensors_hooks``: each storage once (a view of a counted storage adds nothing), the
+    storages of ``leave_out`` (a model's parameters, kept anyway) and meta tensors (no memory) left out.
+
+    >>> x, w = torch.ones(8, 4, requires_grad=True), torch.ones(4, 4, requires_grad=True)
+    >>> saved_tensor_bytes(lambda: x @ w)                 # x @ w saves both: 8*4 + 4*4 fp32 numbers
+    192
+    >>> saved_tensor_bytes(lambda: x @ w, leave_out=[w])
+    128
+    """
+    skip = {t.untyped_storage().data_ptr() for t in leave_out}
+    seen: dict[tuple[int, int], int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.device.type != "meta":
+            s = t.untyped_storage()
+            if s.data_ptr() not in skip:
+                seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sum(seen.values())

@@ -5,7 +5,6 @@ lets the ranks disagree; with FSDP2 (``fully_shard``) the shards are DTensors, a
 ``torch/distributed/tensor/_dispatch.py``), so the same plain scaler makes every rank skip."""
 import json
 import os
-import socket
 import time
 import warnings
 from datetime import timedelta
@@ -15,6 +14,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
+
+from ampkit._util import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -62,14 +63,8 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_plain_grad_scaler_under_fsdp1_and_fsdp2(tmp_path):
-    ctx = mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=2, join=False)
+    ctx = mp.spawn(_worker, args=(free_port(), str(tmp_path)), nprocs=2, join=False)
     deadline = time.monotonic() + 150
     while not ctx.join(timeout=1):
         if time.monotonic() > deadline:

@@ -33,7 +33,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ampkit._util import check_choice, check_int, check_positive_finite
+from ampkit._util import check_choice, check_int, check_positive_finite, free_port
 from ampkit.data import make_blobs
 from ampkit.models import MLP
 
@@ -60,12 +60,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _kill(procs: list[subprocess.Popen]) -> None:
@@ -155,7 +149,7 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
         poison_rank = check_int("poison_rank", poison_rank, minimum=0, maximum=world_size - 1)
     timeout = check_positive_finite("timeout", timeout, example="60")
     if port is None:
-        port = _free_port()
+        port = free_port()
     else:
         port = check_int("port", port, minimum=1024, maximum=65535)
         if not _port_free(port):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ampkit._util import check_choice, check_int, check_positive_finite
+from ampkit._util import check_choice, check_int, check_positive_finite, saved_tensor_bytes
 from ampkit.data import make_data
 from ampkit.formats import format_name
 from ampkit.models import SCALE_AT, build_model, lm_loss
@@ -63,19 +63,8 @@ class Run:
 
 def saved_bytes(mp: MixedPrecision, x: torch.Tensor, y: torch.Tensor) -> int:
     """Bytes of the tensors the forward pass and the loss save for the backward pass (each storage counted once):
-    the activation memory of one step, counted with ``torch.autograd.graph.saved_tensors_hooks``, not timed."""
-    seen: dict[tuple[int, int], int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        if t.device.type != "meta":
-            s = t.untyped_storage()
-            seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = lm_loss(mp.forward(x), y)
-    del loss
-    return sum(seen.values())
+    the activation memory of one step, counted by :func:`ampkit._util.saved_tensor_bytes`, not timed."""
+    return saved_tensor_bytes(lambda: lm_loss(mp.forward(x), y))
 
 
 def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, seed: int = 0, n_samples: int = 512,

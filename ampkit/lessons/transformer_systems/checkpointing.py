@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
+from ampkit._util import saved_tensor_bytes
 from ampkit.dtypes import short_name
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
 from ampkit.models import DecoderLM, lm_loss
@@ -57,19 +58,8 @@ def with_checkpointing(model: DecoderLM) -> DecoderLM:
 
 def saved_bytes(model: nn.Module, fn: Callable[[], object]) -> int:
     """Run ``fn()`` and return the bytes of the tensors autograd saved for backward meanwhile: each storage counted
-    once, ``model``'s parameters (kept anyway) left out."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        ptr = t.untyped_storage().data_ptr()
-        if ptr not in params and ptr not in seen:
-            seen[ptr] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return sum(seen.values())
+    once, ``model``'s parameters (kept anyway) left out (:func:`ampkit._util.saved_tensor_bytes`)."""
+    return saved_tensor_bytes(fn, leave_out=model.parameters())
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import socket
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from ampkit._util import check_choice, check_int, check_positive_finite
+from ampkit._util import check_choice, check_int, check_positive_finite, free_port
 from ampkit.dtypes import short_name
 from ampkit.i18n import tr
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
@@ -77,12 +76,6 @@ class ShardedGrads:
         a = torch.tensor(self.runs["bf16 params, bf16 reduce"].grad)
         b = torch.tensor(self.runs["bf16 params, fp32 reduce"].grad)
         return float((a - b).norm() / b.norm())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _OutputDtypes(TorchFunctionMode):
@@ -205,7 +198,7 @@ def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
 
     ctx = multiprocessing.get_context(start)
     results = ctx.Queue()
-    port = _free_port()
+    port = free_port()
     t0 = time.perf_counter()
     procs = [ctx.Process(target=_worker, args=(r, world_size, port, timeout, seed, results), daemon=True)
              for r in range(world_size)]
