@@ -1,4 +1,5 @@
-"""Small chores every ampkit module shares: one walk over nested tensors, one device sync, one validator family.
+"""Small chores every ampkit module shares: one walk over nested tensors, one device sync, one validator family,
+one free port for a process group, one count of the bytes autograd saves for backward.
 
 Private to the kit (not taught by a notebook). The validators follow one rule, so the same mistake raises the same
 exception type everywhere::
