@@ -37,7 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 sys.path.insert(0, str(ROOT))  # this checkout's kit; `import ampkit` is lazy, so the bench never imports torch
-from ampkit.classroom import hub, hub_client, kernel_ws, loadtest  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # the hub's drivers, shared with the tests (tests/roomtools/)
+from roomtools import hub_client, kernel_ws, loadtest  # noqa: E402
+
+from ampkit.classroom import hub  # noqa: E402
 
 KernelError, KernelSocket = kernel_ws.KernelError, kernel_ws.KernelSocket
 Hub, HubError = hub_client.Hub, hub_client.HubError

@@ -36,9 +36,11 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))  # the hub's drivers, shared with the tests (tests/roomtools/)
 from bench_hub import IMAGE_CLASS, LIMIT_MS, NOTEBOOK, SLIDER, host_info, learner_memory, memory_allows  # noqa: E402
+from roomtools import hub_client, kernel_ws, loadtest  # noqa: E402
 
-from ampkit.classroom import hub, hub_client, kernel_ws, loadtest, storm  # noqa: E402
+from ampkit.classroom import hub, storm  # noqa: E402
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "hub_storm.json"
 QUICK_JSON = ROOT / "artifacts" / "hub_storm_quick.json"

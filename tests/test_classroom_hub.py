@@ -11,8 +11,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from roomtools import kernel_ws
 
-from ampkit.classroom import hub, kernel_ws
+from ampkit.classroom import hub
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "hub" / "jupyterhub_config.py"

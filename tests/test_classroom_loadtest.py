@@ -1,5 +1,5 @@
-"""The room's load test, without a real hub: its statistics and clean-up (ampkit/classroom/loadtest.py) and its hub
-client (ampkit/classroom/hub_client.py) against a stand-in ``jupyterhub`` that serves the one API call it needs."""
+"""The room's load test, without a real hub: its statistics and clean-up (tests/roomtools/loadtest.py) and its hub
+client (tests/roomtools/hub_client.py) against a stand-in ``jupyterhub`` that serves the one API call it needs."""
 from __future__ import annotations
 
 import os
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from ampkit.classroom import hub_client, loadtest
+from roomtools import hub_client, loadtest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +60,9 @@ def test_cleanup_runs_every_step_last_first_even_on_errors_and_sigterm():
 
 def test_new_modules_import_neither_jupyterhub_nor_torch():
     code = ("import sys\n"
-            "from ampkit.classroom import hub, hub_client, kernel_ws, loadtest, storm\n"
+            "sys.path.insert(0, 'tests')\n"
+            "from ampkit.classroom import hub, storm\n"
+            "from roomtools import hub_client, kernel_ws, loadtest\n"
             "print(sorted(m for m in ('torch', 'jupyterhub', 'psutil', 'ipywidgets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from roomtools import loadtest
 
-from ampkit.classroom import loadtest, storm
+from ampkit.classroom import storm
 
 ROOT = Path(__file__).resolve().parents[1]
 

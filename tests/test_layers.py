@@ -4,9 +4,13 @@ Each ``ampkit`` module belongs to one layer; a layer may import only the layers 
 layers: the engine's own seams (scalers know no loop and no sinking; levels know no scalers), ipywidgets only in
 ``widgets/``, and the room's tools (``classroom/``) import neither torch nor widgets nor the kit. And no module
 reaches into another ampkit module's private names (``from x import _y``, ``obj._y`` where ``_y`` is defined
-only in another module), except the few listed in :data:`PRIVATE_ALLOWED` with the reason.
+only in another module), except the few listed in :data:`PRIVATE_ALLOWED` with the reason. No two modules import
+each other, directly or around a loop (:func:`cycle_problems`; imports inside functions and under ``TYPE_CHECKING``
+count), and the room's tools import only the standard library and ``ampkit.classroom`` when they are imported
+(:func:`classroom_problems`): JupyterHub, tornado, nbformat inside the functions that need them.
 
-The checker is tested too: a synthetic module with a forbidden import (or a private reach) must be reported.
+The checker is tested too: a synthetic module with a forbidden import (or a private reach, a cycle, a third-party
+import at a room's tool's import time) must be reported.
 """
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import psutil
-
-from ampkit.classroom.hub_client import free_port, loopback_env, service_config, stop_hub_process, wait_answering
+from roomtools.hub_client import free_port, loopback_env, service_config, stop_hub_process, wait_answering
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "hub" / "jupyterhub_config.py"

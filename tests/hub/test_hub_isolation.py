@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from roomtools import kernel_ws
 
-from ampkit.classroom import isolation, kernel_ws
+from ampkit.classroom import isolation
 from conftest import TEST_PREFIX, LoopbackHub, learner_venv, remove_test_users
 
 A, B = TEST_PREFIX + "a", TEST_PREFIX + "b"

@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from roomtools.hub_client import free_port, loopback_env, service_config, stop_hub_process
 
 from ampkit.classroom import report as reporting
-from ampkit.classroom.hub_client import free_port, loopback_env, service_config, stop_hub_process
 from ampkit.classroom.report import SENT_FILE
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
 

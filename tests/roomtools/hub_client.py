@@ -4,7 +4,7 @@ servers and accounts made and removed through it. Used by ``benchmarks/bench_hub
 JupyterHub on one machine, ``hub/README.md``) and no notebook of its own.
 
 Standard library only at import time (``psutil``, from the ``hub`` extra, is imported when a hub's processes are
-looked at): the load test imports it, and with it the lazy ``ampkit`` package, without importing torch.
+looked at). Outside the package (``tests/roomtools/``): the tests and the benchmarks use it, learners never.
 
 >>> 1024 <= free_port() <= 65535
 True
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:   # never at run time: a Cleanup is anything with ``add(fn, *args)``
     import psutil
 
-    from ampkit.classroom.loadtest import Cleanup
+    from roomtools.loadtest import Cleanup
 
 #: The room's hub configuration, which every hub started here loads (``load_subconfig``) before its own additions.
 CONFIG = Path(__file__).resolve().parents[2] / "hub" / "jupyterhub_config.py"

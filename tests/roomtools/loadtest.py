@@ -2,7 +2,7 @@
 latency limit) and its clean-up bookkeeping (``Cleanup``). Used by ``benchmarks/bench_hub.py``; it serves the room
 (a JupyterHub on one machine, ``hub/README.md``) and no notebook of its own.
 
-Standard library only: the load test imports it, and with it the lazy ``ampkit`` package, without importing torch.
+Standard library only. Outside the package (``tests/roomtools/``): the tests and the benchmarks use it.
 
 >>> median([3.0, 1.0, 2.0]), percentile([1.0, 2.0, 3.0, 4.0, 5.0], 90)
 (2.0, 4.6)
