@@ -12,6 +12,7 @@ import difflib
 import json
 import os
 import string
+from collections.abc import Set
 from pathlib import Path
 
 import polib
@@ -64,7 +65,7 @@ def code_literals(nb: dict) -> set[str]:
     return found
 
 
-def kept_by_hand(e: polib.POEntry, literals: set[str]) -> bool:
+def kept_by_hand(e: polib.POEntry, literals: Set[str]) -> bool:
     """A figure entry the extractor cannot see (text a figure gets through a variable or a dict key), added by a
     translator with the translator comment ``by hand: <why>``: kept while its English is a literal of the code."""
     if e.msgctxt != FIGURE or not (e.tcomment or "").startswith(BY_HAND):
@@ -78,7 +79,7 @@ def kept_by_hand(e: polib.POEntry, literals: set[str]) -> bool:
     return "{}" in e.msgid and all(any(p in lit for lit in literals) for p in parts)
 
 
-def _merge(po: polib.POFile, wanted: list[Entry], title: str, literals: set[str] = frozenset()) -> polib.POFile:
+def _merge(po: polib.POFile, wanted: list[Entry], title: str, literals: Set[str] = frozenset()) -> polib.POFile:
     old = {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
     by_cell = {e.msgctxt: e for e in old.values() if e.msgctxt not in (None, FIGURE)}
     wanted_keys = {(w.msgctxt, w.msgid) for w in wanted}

@@ -99,7 +99,7 @@ def _prose_of_code(source: str) -> str:
 
 def glossary_terms(path: Path = GLOSSARY) -> list[tuple[str, str, re.Pattern]]:
     """(English, Chinese, pattern) for every glossary row marked as checked (✓ in its last column)."""
-    rows = []
+    rows: list[tuple[str, str, re.Pattern]] = []
     if not path.exists():
         return rows
     for line in path.read_text().splitlines():

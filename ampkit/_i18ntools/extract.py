@@ -61,7 +61,7 @@ def _template(node: ast.AST) -> list[str]:
 
 def figure_nodes(tree: ast.AST) -> list[ast.AST]:
     """The string expressions given to figure calls."""
-    found = []
+    found: list[ast.AST] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
