@@ -103,7 +103,7 @@ def archive_name(now: datetime.datetime | None = None) -> str:
     return f"ampkit-room-{now:%Y%m%d-%H%M%S}.tar.gz"
 
 
-def human_size(n: int) -> str:
+def human_size(n: float) -> str:
     """``1536`` -> ``'1.5 KiB'``."""
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

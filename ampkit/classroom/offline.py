@@ -58,7 +58,7 @@ def _toml_array(text: str, table: str, key: str) -> list[str]:
     pyproject.toml uses; comments are skipped."""
     section = re.search(rf"^\[{re.escape(table)}\][ \t]*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
     start = section and re.search(rf"^{re.escape(key)}\s*=\s*\[", section.group(1), re.M)
-    if not start:
+    if not section or not start:
         return []
     body, i, items = section.group(1), start.end(), []
     while i < len(body) and body[i] != "]":
@@ -78,9 +78,9 @@ def read_pyproject(text: str, extras: tuple[str, ...] = ("test",)) -> dict:
     """The lists the wheelhouse needs from pyproject.toml's text: ``dependencies``, ``build`` (``[build-system]
     requires``) and one list per named extra (``test`` by default). An unknown extra is a ValueError naming the
     extras pyproject has."""
-    try:
-        import tomllib  # Python 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
         try:
             import tomli as tomllib
         except ImportError:
@@ -287,7 +287,9 @@ def conda_to_pip(dependencies: list, conda_names: dict[str, str] | None = None) 
         name = _name(spec)
         if name in ("python", "pip"):
             continue
-        conda.append(names.get(name, name) + spec[len(re.match(r"[A-Za-z0-9._-]+", spec).group(0)):])
+        head = re.match(r"[A-Za-z0-9._-]+", spec)
+        assert head is not None, spec  # _name(spec) above read the same project name
+        conda.append(names.get(name, name) + spec[len(head.group(0)):])
     return conda, pip
 
 
@@ -315,6 +317,7 @@ def run_pip(wheels: str, pip_args: list[str], python: str | None = None) -> int:
     cmd = [python or sys.executable, "-m", "pip", *pip_args]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
     seen = []
+    assert proc.stderr is not None  # stderr=PIPE
     for line in proc.stderr:
         sys.stderr.write(line)
         seen.append(line)
@@ -322,8 +325,8 @@ def run_pip(wheels: str, pip_args: list[str], python: str | None = None) -> int:
     if status:
         made = _read_manifest(Path(wheels)) or {}
         made_for = {**made.get("made_for", {}), "glibc_floor": made.get("glibc_floor")} if made else None
-        line = hint("".join(seen), wheels, made_for=made_for)
-        print(line or f"ampkit: pip could not install from {wheels}/ (its error is above); `make wheelhouse` on a "
+        message = hint("".join(seen), wheels, made_for=made_for)
+        print(message or f"ampkit: pip could not install from {wheels}/ (its error is above); `make wheelhouse` on a "
               "machine with network remakes the folder", file=sys.stderr)
     return status
 

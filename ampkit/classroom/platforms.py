@@ -133,7 +133,9 @@ def read_requires(wheel: Path) -> tuple[str, list[str]]:
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode("utf-8", "replace")
-    name = re.search(r"^Name:\s*(\S+)", text, re.M).group(1)
+    found = re.search(r"^Name:\s*(\S+)", text, re.M)
+    assert found is not None, wheel  # every wheel's METADATA names its project
+    name = found.group(1)
     return _norm(name), re.findall(r"^Requires-Dist:\s*(.+?)\s*$", text, re.M)
 
 

@@ -39,7 +39,7 @@ class LoginForm:
 
 
 class _FormParser(HTMLParser):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.forms: list[dict] = []
         self.errors: list[str] = []

@@ -18,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 #: The certificate's folder in the hub's state folder (mode 700), and its two files (the key mode 600).
@@ -59,7 +60,7 @@ def machine_names() -> tuple[list[str], list[str]]:
         except OSError:
             pass
     try:
-        addresses += [info[4][0] for info in socket.getaddrinfo(host, None)]
+        addresses += [info[4][0] for info in socket.getaddrinfo(host, None) if isinstance(info[4][0], str)]
     except OSError:
         pass
     return _unique(names), _unique(a.split("%")[0] for a in addresses)
@@ -103,7 +104,7 @@ def fingerprint(cert: str | os.PathLike) -> str:
     return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 
-def make_cert(state_dir: str | os.PathLike, extra: list[str] = (), days: int = DEFAULT_DAYS,
+def make_cert(state_dir: str | os.PathLike, extra: Sequence[str] = (), days: int = DEFAULT_DAYS,
               force: bool = False, run=subprocess.run) -> tuple[Path, bool]:
     """Make the hub's certificate (``tls/hub.crt``, key ``tls/hub.key`` mode 600, folder mode 700) for this
     machine's names and addresses plus ``extra``. An existing certificate is kept unless ``force`` (learners

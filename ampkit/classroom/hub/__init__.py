@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ampkit.classroom import isolation, tls
@@ -61,7 +62,7 @@ NOTEBOOKS_DIR, DOCS_DIR = "notebooks", "docs"
 _READABLE = "abcdefghjkmnpqrstuvwxyz23456789"
 
 
-def room_password(state_dir: str | os.PathLike, env: dict, *, admin: bool = False) -> tuple[str, Path]:
+def room_password(state_dir: str | os.PathLike, env: Mapping[str, str], *, admin: bool = False) -> tuple[str, Path]:
     """The learners' (or with ``admin`` the instructor's) password and the file that keeps it.
 
     From ``AMPKIT_HUB_PASSWORD`` / ``AMPKIT_HUB_ADMIN_PASSWORD`` when set; else the one kept in the state folder
@@ -120,7 +121,7 @@ def copy_notebooks_once(source: str | os.PathLike, home: str | os.PathLike,
     return copied
 
 
-def configure(c, s: HubSettings, env: dict | None = None) -> None:
+def configure(c, s: HubSettings, env: Mapping[str, str] | None = None) -> None:
     """Fill a JupyterHub config object ``c`` (``get_config()`` in ``hub/jupyterhub_config.py``) from ``s``."""
     env = os.environ if env is None else env
     problem = exposure_problem(s)

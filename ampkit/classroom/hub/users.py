@@ -5,6 +5,7 @@ copy to them. Standard library only.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -44,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         reference = Path(s.repo) / "docs" / "reference.md"
         for name in names:
             home = Path(s.users_dir) / name
-            entry = isolation.prepare_learner(name, home,
-                                              lambda h=home: copy_notebooks_once(s.notebook_source, h, reference))
+            first_copy = functools.partial(copy_notebooks_once, s.notebook_source, home, reference)
+            entry = isolation.prepare_learner(name, home, first_copy)
             print(f"{name}: system user {entry.pw_name} (uid {entry.pw_uid}), home {home} (mode 700)")
     except (ValueError, RuntimeError) as exc:
         print(f"hub users: {exc}", file=sys.stderr)

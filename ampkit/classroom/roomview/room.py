@@ -217,7 +217,7 @@ def _bins(values: list[float]) -> list[tuple[str, float, float]]:
         return [(f"2^{k} – 2^{k + step}", 2.0 ** k, 2.0 ** (k + step)) for k in range(k0, k1 + 1, step)]
     width = _nice((hi - lo) / BINS)
     start = math.floor(lo / width) * width
-    edges = []
+    edges: list[tuple[str, float, float]] = []
     while not edges or edges[-1][2] <= hi:
         a = start + len(edges) * width
         edges.append((f"{a:.4g} – {a + width:.4g}", a, a + width))
@@ -249,8 +249,8 @@ def distribution(answers: list[tuple[object, bool]]) -> list[dict]:
             hits = [c for v, c in numbers if a <= v < b]
             rows.append({"label": name, "count": len(hits), "correct": sum(hits)})   # empty bins too: a histogram
     counted: dict[str, list[bool]] = {}
-    for a, c in others:
-        counted.setdefault(label(a), []).append(c)
+    for answer, c in others:
+        counted.setdefault(label(answer), []).append(c)
     for name, hits in sorted(counted.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         rows.append({"label": name, "count": len(hits), "correct": sum(hits)})
     return rows
