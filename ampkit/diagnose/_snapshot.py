@@ -68,13 +68,14 @@ class Slots:
 
 def _frozen(v: Any) -> bool:
     """A frozen dataclass (a scaler's rule): a value, replaced whole, never changed in place."""
-    return dataclasses.is_dataclass(v) and type(v).__dataclass_params__.frozen
+    cls = type(v)
+    return dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]  # typeshed's DataclassInstance declares only __dataclass_fields__
 
 
 def save_object(obj: Any, depth: int = 0) -> dict:
     """The state of a small Python object (a loss scaler): tensors cloned, lists by length (they only grow during
     a step, e.g. a history), dicts and sets copied, nested plain objects (a wrapped scaler, a history) recursively."""
-    saved = {}
+    saved: dict[str, tuple[str, Any, Any]] = {}   # name: (kind, the value, what restores it: by kind)
     for k, v in vars(obj).items():
         if isinstance(v, torch.Tensor):
             saved[k] = ("tensor", v, v.detach().clone())
@@ -122,7 +123,7 @@ def per_optimizer_states(scaler: Any) -> dict | None:
 
 
 def found_inf_tensors(states: dict) -> list[torch.Tensor]:
-    out = []
+    out: list[torch.Tensor] = []
     for st in states.values():
         found = st.get("found_inf_per_device", {}) if isinstance(st, dict) else getattr(st, "found_inf", {})
         out.extend(t for t in found.values() if isinstance(t, torch.Tensor))

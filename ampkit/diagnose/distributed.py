@@ -62,7 +62,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _kill(procs: list[subprocess.Popen]) -> None:
+def _kill(procs: list[subprocess.Popen | _Forked]) -> None:
     for p in procs:
         if p.poll() is None:
             try:
@@ -83,7 +83,8 @@ class _Forked:
     def __init__(self, cfg: dict, log: str):
         self._proc = multiprocessing.get_context("fork").Process(target=_forked_main, args=(cfg, log), daemon=True)
         self._proc.start()
-        self.pid = self._proc.pid
+        assert self._proc.pid is not None  # a started process has one
+        self.pid: int = self._proc.pid
 
     def poll(self) -> int | None:
         return self._proc.exitcode
@@ -95,6 +96,7 @@ class _Forked:
     def wait(self, timeout: float | None = None) -> int | None:
         self._proc.join(timeout)
         if self._proc.exitcode is None:
+            assert timeout is not None  # join(None) returns only once the worker has exited
             raise subprocess.TimeoutExpired("forked worker", timeout)
         return self._proc.exitcode
 
@@ -156,7 +158,7 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
             raise RuntimeError(f"port {port} on 127.0.0.1 is taken by another program: the ranks could not meet "
                                f"there. Pass port=None to pick a free one.")
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    procs: list[subprocess.Popen] = []
+    procs: list[subprocess.Popen | _Forked] = []
     with tempfile.TemporaryDirectory(prefix="ampkit-ddp-") as tmp:
         logs = [Path(tmp, f"rank{r}.log") for r in range(world_size)]
         outs = [Path(tmp, f"rank{r}.json") for r in range(world_size)]
@@ -208,7 +210,7 @@ def _worker(cfg: dict) -> None:
         if cfg["scaler"] == "sharded":
             # deferred: FSDP's package takes seconds to import; only this mode needs it
             from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
-            scaler = ShardedGradScaler("cpu")
+            scaler: torch.amp.GradScaler = ShardedGradScaler("cpu")
         else:
             scaler = torch.amp.GradScaler("cpu")
         X, y = make_blobs(16 * ws * cfg["steps"], n_features=8, n_classes=3, seed=0)

@@ -189,6 +189,7 @@ class NonFiniteHunter:
         return self
 
     def __exit__(self, *exc) -> None:
+        assert self._mode is not None  # set by __enter__
         self._mode.__exit__(*exc)
         for h in self._handles:
             h.remove()

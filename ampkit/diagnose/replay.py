@@ -267,10 +267,10 @@ class WatchedStep:
                                   "parameters, and the optimizer step made them inf/NaN (use snapshot='full')")
         else:
             self._restore(keep)
-            with NonFiniteHunter(self.model) as h:
+            with NonFiniteHunter(self.model) as hunter:
                 out = self.step(*args, **kwargs)
-            finding = StepFinding(index, seen, h.first, True,
-                                  "" if h.first else "the replay stayed finite: the step is not deterministic")
+            finding = StepFinding(index, seen, hunter.first, True,
+                                  "" if hunter.first else "the replay stayed finite: the step is not deterministic")
         self.findings.append(finding)
         self.last = finding
         return out
