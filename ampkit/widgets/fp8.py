@@ -164,7 +164,7 @@ class AmaxHistoryExplorer(WidgetView):
         self._limits()
         self._top.set_ylim(*self._ylim[self.tensor.value])
         freeze_layout(fig)
-        self._bg_for = None
+        self._bg_for: str | None = None   # the tensor the blitting background was drawn for
 
     def _limits(self) -> None:
         """Fixed y-limits per tensor (every setting fits), so the axes never move and only the lines are redrawn."""
@@ -197,7 +197,7 @@ class AmaxHistoryExplorer(WidgetView):
     def _update(self) -> None:
         key = self._key()
         if key not in self._cache:
-            state = explorer_state(self.rec, *key[:1], key[1], key[2], key[3])
+            state = explorer_state(self.rec, key[0], key[1], key[2], key[3])
             self._cache[key] = (state, self._render(state))
         self.state, png = self._cache[key]
         self.readout.value = readout_html(self.state)

@@ -76,6 +76,7 @@ def _block_label(s: BlockStats) -> str:
     if s.block == PER_TENSOR:
         return PER_TENSOR
     if s.scheme == "tiles":
+        assert isinstance(s.block, tuple)   # a tile scheme's block other than per-tensor is a (rows, cols) tile
         return f"{tile_label(s.block)} {'tiles' if s.block[0] == 1 else 'blocks'}"
     return f"blocks of {s.block}"
 
@@ -122,7 +123,8 @@ class BlockScalingExplorer(WidgetView):
         self.x = outlier_tensor(128, 256) if x is None else x
         if not isinstance(self.x, torch.Tensor) or self.x.dim() != 2:
             raise TypeError(tr("x must be a 2-D tensor (rows × values); the error map is an image"))
-        choices, schemes = block_choices(self.x.shape[-1]), scheme_choices(tuple(self.x.shape))
+        rows, cols = self.x.shape   # 2-D, checked above
+        choices, schemes = block_choices(self.x.shape[-1]), scheme_choices((rows, cols))
         if block not in choices:
             raise ValueError(tr("block must be one of {choices}; got {value!r}", choices=", ".join(map(repr, choices)),
                                 value=block))
@@ -206,6 +208,7 @@ class BlockScalingExplorer(WidgetView):
         if b == PER_TENSOR:
             edges = []
         else:
+            assert not isinstance(b, str)   # PER_TENSOR is the only block given as a string
             tr, tc = b if isinstance(b, tuple) else (1, b)
             edges = [[(e - 0.5, -0.5), (e - 0.5, rows - 0.5)] for e in range(tc, cols, tc)]
             if tr > 1:      # 2-D blocks: horizontal edges too (1-D tiles and MX blocks: every row is its own)
@@ -222,7 +225,9 @@ class BlockScalingExplorer(WidgetView):
     def _stats(self, key: tuple) -> tuple[BlockStats, BlockStats]:
         if key[0] == "mx":
             return compare_blocks(self.x, key[2], key[1], key[3])
-        return compare_tiles(self.x, key[1], SCHEMES[key[0]][1], key[2])
+        tile = SCHEMES[key[0]][1]
+        assert tile is not None   # every scheme but MX has a tile, and MX returned above
+        return compare_tiles(self.x, key[1], tile, key[2])
 
     def _update(self) -> None:
         mx = self.scheme.value == "mx"

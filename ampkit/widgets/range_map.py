@@ -56,7 +56,7 @@ class RangeMap(WidgetView):
                  scale: float = 1.0, lo: float | None = None, hi: float | None = None, dpi: int = DPI,
                  width: float = 8.0):
         self.fmts = [format_name(f) for f in fmts]
-        self.values = None
+        self.values: torch.Tensor | None = None
         self.classification: Classification | None = None
         self.scale = check_positive_finite("scale", scale, example="2.0**16")
         if values is not None:
@@ -195,6 +195,7 @@ class RangeMap(WidgetView):
         return [e + shift for e in self._edges]
 
     def _update_hist(self) -> None:
+        assert self.values is not None   # called only for a RangeMap built with values (__init__, set_scale)
         if self.scale not in self._classified:   # one classify per scale; the slider has 33 positions
             if len(self._classified) >= 64:
                 self._classified.pop(next(iter(self._classified)))

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import ipywidgets as W
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.legend import Legend
 from matplotlib.patches import Rectangle
 
 from ampkit.formats import format_name, range_bands
@@ -271,7 +273,7 @@ class ScalerReplay(WidgetView):
         self.ax.set_ylim(-2, top)
         self.ax.set_title("Dynamic scaler replayed over this run's largest gradients", fontsize=11)
         self.fig.tight_layout(rect=(0, 0, 0.74, 1))   # room on the right for the legend
-        self._legend = None
+        self._legend: Legend | None = None
         self._bgs: dict[tuple[str, ...], object] = {}   # per preset selection: the base plus that selection's legend
         self._base_bg = blit_background(self.fig, self._moving())   # axes, ceiling band, title: drawn once
         for line in self._preset_lines.values():                # blit_background showed every moving artist again
@@ -316,6 +318,7 @@ class ScalerReplay(WidgetView):
             self._legend = self.fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.745, 0.5),
                                            fontsize=7, frameon=False)
             canvas = self.fig.canvas
+            assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives the figure an Agg canvas
             canvas.restore_region(self._base_bg)
             localize(self._legend)   # drawn here directly, not through the figure's draw
             self._legend.draw(canvas.get_renderer())

@@ -20,7 +20,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ampkit.i18n import mark, tr
-from ampkit.sinking import calibrate
+from ampkit.sinking import Calibration, ModeMeasurement, calibrate
 from ampkit.timeline import GPU_LIKE, KINDS, LANES, MODES, SimParams, Summary, Timeline, gantt_bars, summarise
 from ampkit.widgets.style import DPI, STATUS_COLOURS, WidgetView, freeze_layout, new_figure, png_bytes
 
@@ -117,7 +117,7 @@ def gantt_figure(timelines: Mapping[str, Timeline], title: str = "", width: floa
     return fig
 
 
-def measured_figure(measured: Mapping[str, object], predicted: Mapping[str, float] | None = None,
+def measured_figure(measured: Mapping[str, ModeMeasurement], predicted: Mapping[str, float] | None = None,
                     title: str = "", width: float = 8.0) -> Figure:
     """Every real run of each mode as a dot (seconds per step, from ``ModeMeasurement.runs``), its median as a bar,
     and the simulator's prediction (``{mode: seconds per step}``) as a diamond.
@@ -174,10 +174,10 @@ class SinkTimeline(WidgetView):
     """
 
     def __init__(self, params: SimParams = GPU_LIKE, mode: str = "none",
-                 calibrate_fn: Callable[[], object] | None = None, dpi: int = DPI):
+                 calibrate_fn: Callable[[], Calibration] | None = None, dpi: int = DPI):
         self.base = params
         self.calibrate_fn = calibrate_fn
-        self.calibration = None
+        self.calibration: Calibration | None = None
         style = {"description_width": "150px"}
         lay = W.Layout(width="480px")
         self.mode = W.ToggleButtons(options=list(MODES), value=mode, description=tr("mode"), style=style)
@@ -255,7 +255,7 @@ class SinkTimeline(WidgetView):
         self.bars = gantt_bars(self.timeline, max_bars=1500)
         verts, colours = _lane_verts(self.bars)
         self.collection.set_verts(verts)
-        self.collection.set_facecolors(colours)
+        self.collection.set_facecolor(colours)   # set_facecolors is its alias
         end = max(self.timeline.total / _US, 1e-9)
         self.ax.set_xlim(0, end * 1.01)
         for note in self._notes:

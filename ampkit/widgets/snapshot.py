@@ -164,10 +164,10 @@ def _control_line(w: W.Widget) -> str | None:
     return f"{description.rstrip(':')}: {value}" if description else value
 
 
-def snapshot_items(widget: W.Widget) -> list[tuple[str, object]]:
+def snapshot_items(widget: W.Widget) -> list[tuple[str, str | bytes]]:
     """The widget tree in display order as ``("text", line)`` and ``("image", PNG bytes)`` items; hidden
     children (``layout.display == "none"``) are left out, as the browser leaves them out."""
-    items: list[tuple[str, object]] = []
+    items: list[tuple[str, str | bytes]] = []
 
     def walk(w) -> None:
         layout = getattr(w, "layout", None)
@@ -199,7 +199,9 @@ def snapshot_items(widget: W.Widget) -> list[tuple[str, object]]:
 def _font(monospace: bool = False) -> ImageFont.FreeTypeFont:
     # the DejaVu fonts matplotlib ships, found without importing matplotlib (a view without a figure, such as
     # notebook 00's slider, does not load it)
-    fonts = Path(importlib.util.find_spec("matplotlib").submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf"
+    spec = importlib.util.find_spec("matplotlib")  # matplotlib is a dependency: a package, so it has a location
+    assert spec is not None and spec.submodule_search_locations is not None
+    fonts = Path(spec.submodule_search_locations[0]) / "mpl-data" / "fonts" / "ttf"
     return ImageFont.truetype(str(fonts / ("DejaVuSansMono.ttf" if monospace else "DejaVuSans.ttf")), _FONT_SIZE)
 
 
@@ -225,7 +227,7 @@ def _shown_size(png: bytes, widget_width: str | None) -> PILImage.Image:
         except ValueError:
             return img
         if 0 < w != img.width:
-            img = img.resize((w, max(1, round(img.height * w / img.width))), PILImage.LANCZOS)
+            img = img.resize((w, max(1, round(img.height * w / img.width))), PILImage.Resampling.LANCZOS)
     return img
 
 
@@ -244,8 +246,10 @@ def snapshot_png(widget: W.Widget) -> bytes:
     blocks: list[PILImage.Image | tuple[str, bool]] = [(tr(NOTE), True)]
     for kind, value in snapshot_items(widget):
         if kind == "image":
+            assert isinstance(value, bytes)
             blocks.append(_shown_size(value, widths.get(value)))
         else:
+            assert isinstance(value, str)
             blocks.append((value, False))
     font, mono = _font(), _font(monospace=True)
     chinese = any(not isinstance(b, PILImage.Image) and _CJK.search(b[0]) for b in blocks)
@@ -269,12 +273,12 @@ def snapshot_png(widget: W.Widget) -> bytes:
     canvas = PILImage.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(canvas)
     y = _PAD
-    for b in lines:
-        if isinstance(b, PILImage.Image):
-            canvas.paste(b, (_PAD, y), b)
-            y += b.height + _PAD
+    for line in lines:
+        if isinstance(line, PILImage.Image):
+            canvas.paste(line, (_PAD, y), line)
+            y += line.height + _PAD
         else:
-            text, note, table_like = b
+            text, note, table_like = line
             face = cjk if cjk is not None and _CJK.search(text) else mono if table_like else font
             draw.text((_PAD, y), text, fill=_GREY if note else _TEXT, font=face)
             y += line_h

@@ -141,12 +141,15 @@ def blit_background(fig: Figure, moving: Iterable) -> object:
     fig.canvas.draw()
     for a in moving:
         a.set_visible(True)
-    return fig.canvas.copy_from_bbox(fig.bbox)
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives every kit figure an Agg canvas
+    return canvas.copy_from_bbox(fig.bbox)
 
 
 def blit_png(fig: Figure, background: object, artists: Iterable) -> bytes:
     """Restore a background from :func:`blit_background`, draw only ``artists`` on it, return the PNG bytes."""
     canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives every kit figure an Agg canvas
     canvas.restore_region(background)
     renderer = canvas.get_renderer()
     for a in artists:
@@ -157,7 +160,9 @@ def blit_png(fig: Figure, background: object, artists: Iterable) -> bytes:
 
 def canvas_png(fig: Figure) -> bytes:
     """The pixels already on ``fig``'s Agg canvas as PNG bytes (no redraw; fast zlib level: latency over size)."""
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives every kit figure an Agg canvas
     buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1
+    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1
                         ).save(buf, format="png", compress_level=1)
     return buf.getvalue()

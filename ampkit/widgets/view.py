@@ -9,6 +9,11 @@ widget (00–07; 08 has none).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for the annotation: importing ampkit.widgets stays light
+    import ipywidgets
+
 __all__ = ["WidgetView"]
 
 
@@ -17,7 +22,7 @@ class WidgetView:
     and the view displays as its ``widget`` box (an ipywidgets container built by the subclass) with a still
     picture of its first state beside it (:mod:`ampkit.widgets.snapshot`) for readers without a kernel."""
 
-    widget: object
+    widget: ipywidgets.Box
 
     def _update(self) -> None:
         raise NotImplementedError
