@@ -177,6 +177,7 @@ def _forward_overflow(fixed: bool) -> DoctorReport:
                             tr("bf16 autocast: no inf/NaN in {n} ops (bf16 has fp32's range); "
                                "skipped steps: {skipped} of 6", n=h.n_ops, skipped=sum(rec.history.skipped)),
                             tr("applied: autocast dtype=bf16"), ev)
+    assert h.first is not None  # fp16's forward overflows
     return DoctorReport("fp16 forward overflow", fixed, False,
                         tr("{first}. Layer(s) above fp16's max: {over}. "
                            "Every step is skipped ({skipped} of 6): GradScaler cannot fix a "

@@ -172,8 +172,9 @@ def gemm_tensors(model: nn.Module, X: torch.Tensor, y: torch.Tensor, layer: int 
     finally:
         for h in hooks:
             h.remove()
-    out = {"X": seen["X"], "W": lin.weight.detach().clone(), "dY": seen["Y"].grad.detach().clone(),
-           "dW": lin.weight.grad.detach().clone()}
+    dY, dW = seen["Y"].grad, lin.weight.grad
+    assert dY is not None and dW is not None  # retain_grad() on Y; W is trained
+    out = {"X": seen["X"], "W": lin.weight.detach().clone(), "dY": dY.detach().clone(), "dW": dW.detach().clone()}
     model.zero_grad(set_to_none=True)
     return out
 
@@ -204,6 +205,7 @@ def backward_operand_formats(seed: int = 0) -> dict[str, tuple[str, str]]:
         return hits[0]
 
     q_dy, q_w, q_x = versions(dy), versions(layer.weight.detach()), versions(x.detach())
+    assert x.grad is not None and layer.weight.grad is not None  # both require grad; backward ran
     return {"dgrad": which(x.grad, q_dy, q_w, lambda a, b: a @ b),
             "wgrad": which(layer.weight.grad, q_dy, q_x, lambda a, b: a.t() @ b)}
 

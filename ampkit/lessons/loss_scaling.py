@@ -179,7 +179,11 @@ def gradient_agreement(task: UnderflowTask, log2_scale: int, dtype: str | torch.
             out = model(x)
         loss = torch.nn.functional.cross_entropy(out.float(), y) * task.loss_weight
         (loss * scale).backward()
-        return torch.cat([p.grad.reshape(-1).float() for p in model.parameters()]) / scale
+        parts = []
+        for p in model.parameters():
+            assert p.grad is not None  # the loss uses every parameter
+            parts.append(p.grad.reshape(-1).float())
+        return torch.cat(parts) / scale
 
     ref = grads(None, 1.0)
     got = grads(low, 2.0**log2_scale)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_data
-from ampkit.models import build_model, lm_loss
+from ampkit.models import DecoderBlock, DecoderLM, build_model, lm_loss
 from ampkit.precision.bf16_updates import WRAPPER_MODES, BF16Updates
 
 __all__ = ["plateau_experiment", "lost_updates", "kept_in_bf16", "train_in_bf16", "unscale_error", "MISMATCHES",
@@ -242,6 +242,7 @@ def finetune_stored(fix: str = "fp32 adapters", steps: int = 8, lr: float = 1e-2
     fix = check_choice("fix", fix, FIXES)
     steps = check_int("steps", steps)
     model = build_model("decoder", seed=seed, n_layers=1, context=32).half()
+    assert isinstance(model, DecoderLM)  # build_model's "decoder"
     scaler = None
     if fix == "bf16":
         model = model.to(torch.bfloat16)
@@ -251,6 +252,7 @@ def finetune_stored(fix: str = "fp32 adapters", steps: int = 8, lr: float = 1e-2
     else:
         model = model.requires_grad_(False)
         for block in model.blocks:
+            assert isinstance(block, DecoderBlock)
             block.attn.qkv = LoRALinear(block.attn.qkv)
         model.head = LoRALinear(model.head)
         scaler = torch.amp.GradScaler("cpu")

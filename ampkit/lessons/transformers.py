@@ -103,7 +103,11 @@ def gradient_errors(batch_size: int = 4, seed: int = 0, **model_kw) -> dict[str,
         mp = apply_level(model, make_optimizer("adamw", model.parameters(), 1e-3), level, dtype)
         scale = 2.0 ** 16 if scaled else 1.0
         (lm_loss(mp.forward(data[0]), data[1]) * scale).backward()
-        grads[name] = torch.cat([p.grad.flatten() / scale for p in mp.model.parameters()])
+        parts = []
+        for p in mp.model.parameters():
+            assert p.grad is not None  # the loss uses every parameter
+            parts.append(p.grad.flatten() / scale)
+        grads[name] = torch.cat(parts)
     ref = grads.pop("fp32")
     return {name: float((g - ref).norm() / ref.norm()) for name, g in grads.items()}
 
@@ -250,7 +254,7 @@ def sdpa_vs_manual(act_scale: float = 60.0, head_dim: int = 64, dtype: str = "fp
     q4, k4, v4 = (t[None, None] for t in (q, k, v))
     ref = F.scaled_dot_product_attention(q4.double(), k4.double(), v4.double(), is_causal=True)
     low = [t.to(dt) for t in (q4, k4, v4)]
-    fused = F.scaled_dot_product_attention(*low, is_causal=True)
+    fused = F.scaled_dot_product_attention(low[0], low[1], low[2], is_causal=True)
     causal = torch.ones(tokens, tokens, dtype=torch.bool).tril()
     logits = (low[0] @ low[1].transpose(-2, -1)) / math.sqrt(head_dim)
     manual = torch.softmax(logits.masked_fill(~causal, float("-inf")), dim=-1) @ low[2]
@@ -316,7 +320,7 @@ def _logits(vocab: int, n: int, logit_std: float, seed: int) -> tuple[torch.Tens
 LOSS_WAYS = (("fp32", "fp32"), ("bf16", "bf16"), ("bf16", "fp32"), ("fp16", "fp16"), ("fp16", "fp32"))
 
 
-def loss_rows(vocab: int = 32000, n: int = 64, logit_std: float = 2.0, seed: int = 0) -> list[dict[str, float]]:
+def loss_rows(vocab: int = 32000, n: int = 64, logit_std: float = 2.0, seed: int = 0) -> list[dict[str, str | float]]:
     """Cross-entropy (mean over ``n`` positions) over a vocabulary of ``vocab`` tokens, logits from
     N(0, ``logit_std``²), for each of :data:`LOSS_WAYS`: the logits stored in one format, the loss computed in
     that format or in fp32 (``logits.float()``, what autocast does). Each row: the loss, its error against float64
@@ -330,7 +334,7 @@ def loss_rows(vocab: int = 32000, n: int = 64, logit_std: float = 2.0, seed: int
     ref = logits.double().requires_grad_()
     loss_ref = F.cross_entropy(ref, target)
     (grad_ref,) = torch.autograd.grad(loss_ref, ref)
-    rows = []
+    rows: list[dict[str, str | float]] = []
     for stored, computed in LOSS_WAYS:
         low = logits.to(DTYPES[stored]).requires_grad_()
         loss = F.cross_entropy(low.to(DTYPES[computed]), target)

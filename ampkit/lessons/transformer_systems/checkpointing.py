@@ -28,8 +28,8 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from ampkit._util import saved_tensor_bytes
 from ampkit.dtypes import short_name
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
-from ampkit.models import DecoderLM, lm_loss
-from ampkit.precision import apply_level
+from ampkit.models import DecoderBlock, DecoderLM, lm_loss
+from ampkit.precision import MixedPrecision, apply_level
 from ampkit.train import train_step
 
 __all__ = ["Checkpointed", "with_checkpointing", "saved_bytes", "CheckpointResult", "checkpoint_experiment",
@@ -80,9 +80,14 @@ def _step(model: DecoderLM, qkv: nn.Module, dtype: str, x, y) -> tuple[list[torc
     seen: list[str] = []
     handle = qkv.register_forward_hook(lambda mod, args, out: seen.append(short_name(out.dtype)))
     grads: list[torch.Tensor] = []
+
+    def keep_grads(m: MixedPrecision) -> None:
+        for p in m.params:
+            assert p.grad is not None  # after backward: the loss uses every parameter
+            grads.append(p.grad.detach().clone())
+
     try:
-        n = saved_bytes(model, lambda: train_step(mp, x, y, lm_loss, after_backward=lambda m: grads.extend(
-            p.grad.detach().clone() for p in m.params)))
+        n = saved_bytes(model, lambda: train_step(mp, x, y, lm_loss, after_backward=keep_grads))
     finally:
         handle.remove()
     return grads, n, tuple(seen)
@@ -93,8 +98,10 @@ def checkpoint_experiment(dtype: str = "bf16", seed: int = 0, batch_size: int = 
     plain = small_decoder(seed, **model_kw)
     ckpt = with_checkpointing(plain)
     x, y = decoder_batches(1, batch_size, plain.context, seed)[0]
-    g0, n0, d0 = _step(plain, plain.blocks[0].attn.qkv, dtype, x, y)
-    g1, n1, d1 = _step(ckpt, ckpt.blocks[0].module.attn.qkv, dtype, x, y)
+    b0, c0 = plain.blocks[0], ckpt.blocks[0]
+    assert isinstance(b0, DecoderBlock) and isinstance(c0, Checkpointed) and isinstance(c0.module, DecoderBlock)
+    g0, n0, d0 = _step(plain, b0.attn.qkv, dtype, x, y)
+    g1, n1, d1 = _step(ckpt, c0.module.attn.qkv, dtype, x, y)
     diff = max(float((a - b).abs().max()) for a, b in zip(g0, g1))
     return CheckpointResult(short_name(dtype), all(torch.equal(a, b) for a, b in zip(g0, g1)), diff, n0, n1, d0, d1)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -254,6 +254,8 @@ class _FP32Tail(nn.Module):
     """The model of pytorch#153044 on the CPU: ``y = x @ ones(4, 4)`` under autocast, then ``Linear(4, 1)`` in an
     autocast-disabled fp32 region."""
 
+    ones: torch.Tensor   # a buffer
+
     def __init__(self):
         super().__init__()
         self.register_buffer("ones", torch.ones(4, 4))
@@ -276,7 +278,7 @@ def fp32_region_grad(compiled: bool, backward_pass_autocast: str | None = None, 
     factor = check_positive_finite("factor", factor, example="16384.0")
     torch.manual_seed(0)
     model = _FP32Tail()
-    run = model
+    run: Callable[[torch.Tensor], torch.Tensor] = model
     if compiled:
         torch.compiler.reset()
         run = torch.compile(model, backend="aot_eager")

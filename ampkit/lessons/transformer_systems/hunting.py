@@ -35,7 +35,7 @@ from ampkit.diagnose import Diagnosis, NonFiniteEvent, RecordingScaler, classify
 from ampkit.i18n import tr
 from ampkit.lessons.amp_in_practice import DoctorReport, diagnose_model
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
-from ampkit.models import SCALE_AT, DecoderLM, lm_loss
+from ampkit.models import SCALE_AT, DecoderBlock, DecoderLM, lm_loss
 from ampkit.precision import apply_level
 from ampkit.train import train_step
 
@@ -51,12 +51,16 @@ def overflowing_decoder(scale_at: str = "logits", gain: float = 400.0, seed: int
     model = small_decoder(seed, d_model=64, n_heads=1, attention="manual", scale_at=scale_at)
     with torch.no_grad():
         for block in model.blocks:
-            block.norm1.weight.mul_(gain)
+            assert isinstance(block, DecoderBlock)
+            weight = block.norm1.weight
+            assert isinstance(weight, torch.Tensor)
+            weight.mul_(gain)
     return model
 
 
 def _block0_qkv(model: DecoderLM, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     block = model.blocks[0]
+    assert isinstance(block, DecoderBlock)
     h = block.norm1(model.embed(x) + model.pos(torch.arange(x.shape[1])))
     n, t, d = h.shape
     q, k, v = block.attn.qkv(h).reshape(n, t, 3, block.attn.n_heads, block.attn.head_dim).permute(2, 0, 3, 1, 4)

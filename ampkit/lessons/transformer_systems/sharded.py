@@ -23,6 +23,7 @@ import queue
 import signal
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -34,7 +35,7 @@ from ampkit._util import check_choice, check_int, check_positive_finite, free_po
 from ampkit.dtypes import short_name
 from ampkit.i18n import tr
 from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
-from ampkit.models import lm_loss
+from ampkit.models import DecoderBlock, lm_loss
 from ampkit.train import train_step
 
 __all__ = ["POLICIES", "ShardedRun", "ShardedGrads", "sharded_gradients"]
@@ -110,7 +111,9 @@ def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str
         fully_shard(block, **kw)
     fully_shard(model, **kw)
     seen: list[str] = []
-    lin = model.blocks[0].attn.qkv
+    block0 = model.blocks[0]
+    assert isinstance(block0, DecoderBlock)   # fully_shard keeps the class (as a subclass)
+    lin = block0.attn.qkv
     handle = lin.register_forward_pre_hook(lambda mod, args: seen.append(short_name(mod.weight.dtype)))
     dtypes = _OutputDtypes()
 
@@ -142,7 +145,7 @@ def _worker(rank: int, world_size: int, port: int, timeout: float, seed: int, ou
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=timeout))
         x, y = decoder_batches(1, batch_size=4, seed=seed + 1 + rank)[0]   # each rank its own batch
-        result = {}
+        result: dict[str, tuple[Sequence[float], str, str, dict[str, str], str]] = {}
         for name, policy in POLICIES.items():
             try:
                 grad, p_dtype, g_dtype, dtypes = _one_run(policy, rank, x, y, seed)
@@ -200,7 +203,8 @@ def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
     results = ctx.Queue()
     port = free_port()
     t0 = time.perf_counter()
-    procs = [ctx.Process(target=_worker, args=(r, world_size, port, timeout, seed, results), daemon=True)
+    # typeshed: get_context(str) is a BaseContext, which declares no Process; every real context has one
+    procs = [ctx.Process(target=_worker, args=(r, world_size, port, timeout, seed, results), daemon=True)  # type: ignore[attr-defined]
              for r in range(world_size)]
     try:
         for p in procs:

@@ -23,7 +23,9 @@ SMALL: dict[str, int] = {"context": 32, "d_model": 32, "n_heads": 2, "n_layers":
 
 def small_decoder(seed: int = 0, **kw) -> DecoderLM:
     """``build_model("decoder", seed, **SMALL)``; keywords override the sizes (e.g. ``n_layers=4``)."""
-    return build_model("decoder", seed=seed, **{**SMALL, **kw})
+    model = build_model("decoder", seed=seed, **{**SMALL, **kw})
+    assert isinstance(model, DecoderLM)  # build_model's "decoder"
+    return model
 
 
 def decoder_batches(steps: int, batch_size: int = 8, context: int = 32, seed: int = 0,
