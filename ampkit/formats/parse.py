@@ -39,7 +39,7 @@ def real_value(value: object) -> float:
     try:
         return float(value)
     except OverflowError:  # an int beyond float64
-        return math.inf if value > 0 else -math.inf
+        return -math.inf if value < 0 else math.inf   # not 0: float(0) cannot overflow
 
 
 def parse_value(text: str) -> float:

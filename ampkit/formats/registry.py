@@ -96,7 +96,7 @@ def float_to_pattern(value: float, dtype: torch.dtype) -> int:
     """Bit pattern torch stores for ``value`` (float64 -> dtype with torch's own cast), as an unsigned int."""
     bits = torch.finfo(dtype).bits
     t = torch.tensor(value, dtype=torch.float64).to(dtype)
-    return t.view(_INT_VIEW[bits]).item() & ((1 << bits) - 1)
+    return int(t.view(_INT_VIEW[bits]).item()) & ((1 << bits) - 1)
 
 
 @dataclass(frozen=True)

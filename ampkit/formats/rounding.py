@@ -183,7 +183,8 @@ def ulp(values: float | torch.Tensor, fmt: str | torch.dtype) -> float | torch.T
     """
     fi = info(fmt)
     scalar = not isinstance(values, torch.Tensor)
-    t = torch.as_tensor(values, dtype=torch.float64) if scalar else values.detach().to(torch.float64)
+    t = (values.detach().to(torch.float64) if isinstance(values, torch.Tensor)
+         else torch.as_tensor(values, dtype=torch.float64))
     stored = t.to(fi.dtype).to(torch.float64)
     _, exp = torch.frexp(stored.abs())
     e = torch.clamp(exp.to(torch.float64) - 1, min=fi.emin)
