@@ -17,7 +17,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import torch
 
@@ -59,7 +59,7 @@ class StepRecord:
     found_inf: bool
     skipped: bool
     next_scale: float
-    fractions: Classification | list[Classification] | None = None
+    fractions: Classification | list[Classification | None] | None = None
 
 
 @dataclass
@@ -147,6 +147,11 @@ class ScalerBase:
         if bf16:
             self._warned_bf16 = True
             warnings.warn(tr(_BF16_WARNING), UserWarning, stacklevel=4)
+
+    @overload
+    def scale(self, outputs: torch.Tensor) -> torch.Tensor: ...
+    @overload
+    def scale(self, outputs: Iterable[torch.Tensor]) -> Iterable[torch.Tensor]: ...
 
     def scale(self, outputs: torch.Tensor | Iterable[torch.Tensor]) -> torch.Tensor | Iterable[torch.Tensor]:
         """Multiply a loss (or a nested list/tuple/iterable of tensors) by the current scale, as torch's.
@@ -246,6 +251,7 @@ class ScalerBase:
         return self._scale_t if self._scaled else None
 
     def _classify(self, groups: dict) -> Classification | None:
+        assert self.track is not None  # called only when the scaler tracks a format
         flat = [g.detach().reshape(-1).float()
                 for per_dtype in groups.values() for gs in per_dtype.values() for g in gs]
         if not flat:
@@ -294,6 +300,7 @@ class ScalerBase:
             self._check_inf_per_device(optimizer)
         if sets_attributes:
             scale_t = self._scale_t
+            assert scale_t is not None  # scale() made it before the backward that gave these gradients
             optimizer.grad_scale = (getattr(optimizer, "grad_scale", None) if state.stage == _UNSCALED
                                     else scale_t * getattr(optimizer, "grad_scale", 1))
             optimizer.found_inf = sum([t.to(scale_t.device) for t in self._found_inf_for_optimizer(state).values()])

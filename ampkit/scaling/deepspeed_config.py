@@ -94,11 +94,11 @@ def deepspeed_int(name: str, value: Any, default: int, strict: bool = False) -> 
             finite = isinstance(value, numbers.Rational) or math.isfinite(float(value))
         if not finite:
             raise ValueError(f"{want}; got {value!r}")
-        if value != int(value):
+        if value != int(value):  # type: ignore[arg-type]  # typeshed: Real.__trunc__ gives a protocol; int() takes any Real
             raise ValueError(f"{want}; got {value!r}, which has a fractional part")
         if not isinstance(value, numbers.Rational | decimal.Decimal) and not -_I64 < float(value) < _I64:
             raise ValueError(f"{want}; got {value!r}, beyond the 64-bit range pydantic converts from a float")
-        return int(value)
+        return int(value)  # type: ignore[arg-type]  # typeshed: Real.__trunc__ gives a protocol; int() takes any Real
     raise TypeError(f"{want}; {got}")
 
 

@@ -210,7 +210,7 @@ def _steps_until_change(rule: ScaleRule, overflow: bool, limit: int) -> tuple[in
 
 def _feed(rule: ScaleRule, overflow: bool, n: int) -> tuple[list[float], bool]:
     """The scales after each of ``n`` steps, and whether the rule stopped the run."""
-    scales = []
+    scales: list[float] = []
     for _ in range(n):
         try:
             rule.update(overflow)
