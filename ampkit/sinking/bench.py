@@ -157,7 +157,8 @@ class SinkBench:
         for _ in range(rounds):
             for _ in range(2):
                 model.step(x, y)
-            data, step_times = _Timed(_Take(self.loader, steps)), []
+            step_times: list[float] = []
+            data = _Timed(_Take(self.loader, steps))
 
             def timed_step(*batch, _times=step_times):
                 t0 = time.perf_counter()
@@ -194,7 +195,8 @@ class _Timed:
     """A re-iterable that records how long each ``next()`` of ``data`` took (``times``, seconds)."""
 
     def __init__(self, data: Iterable):
-        self.data, self.times = data, []
+        self.data = data
+        self.times: list[float] = []
 
     def __len__(self) -> int:
         return len(self.data)  # type: ignore[arg-type]

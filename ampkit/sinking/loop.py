@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +118,7 @@ def _call_step(step_fn: Callable, batch: Any) -> torch.Tensor:
     return loss.detach().reshape(())
 
 
-def endless(data: Iterable) -> Iterator:
+def endless(data: Iterable) -> Generator[Any, None, None]:
     """Iterate ``data`` forever, pass after pass (a one-shot iterator is read until it runs out, then an error).
 
     >>> it = endless([1, 2]); [next(it) for _ in range(5)]
@@ -150,8 +150,9 @@ class _Run:
         self.pending: list[torch.Tensor] = []
 
     def step(self, batch: Any) -> None:
-        if self.dev is not None and not self.prefetch_depth:   # no data sink: the host copies each batch, blocking
-            batch = map_tensors(batch, lambda t: t if same_device(t.device, self.dev) else t.to(self.dev))
+        dev = self.dev
+        if dev is not None and not self.prefetch_depth:   # no data sink: the host copies each batch, blocking
+            batch = map_tensors(batch, lambda t: t if same_device(t.device, dev) else t.to(dev))
         self.pending.append(_call_step(self.step_fn, batch))
 
     def flush(self, epoch: int) -> None:

@@ -205,7 +205,8 @@ def predict_vs_measured(calibration: Calibration, measured: dict[str, ModeMeasur
             pred = simulate("data", params, m.steps).step_time  # the graph sink fell back to eager
         else:
             pred = simulate(mode, params, m.steps).step_time
-        row = {"mode": mode, "measured": m.step_time, "predicted": pred, "abs_error": pred / m.step_time - 1.0}
+        row: dict[str, Any] = {"mode": mode, "measured": m.step_time, "predicted": pred,
+                               "abs_error": pred / m.step_time - 1.0}
         if m.runs:
             row["abs_error_range"] = (pred / max(m.runs) - 1.0, pred / min(m.runs) - 1.0)
         if base_meas:

@@ -199,6 +199,7 @@ class DevicePrefetcher:
     def __next__(self) -> Any:
         if self._thread is None:
             raise StopIteration
+        assert self._queue is not None  # made with the thread
         t0 = time.perf_counter()
         while True:
             try:
@@ -234,6 +235,7 @@ class DevicePrefetcher:
         interrupted; the thread is a daemon and exits after that batch)."""
         if self._thread is None:
             return
+        assert self._stop is not None and self._queue is not None  # made with the thread
         self._stop.set()
         with contextlib.suppress(queue.Empty):
             while True:
