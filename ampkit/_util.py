@@ -86,9 +86,10 @@ def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | Non
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(tr("{name} must be {want}; got {type} {value!r}", name=name, want=want,
                            type=type(value).__name__, value=value))
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         raise ValueError(tr("{name} must be {want}; got {value!r}", name=name, want=want, value=value))
-    return int(value)
+    return number
 
 
 def check_number(name: str, value: Any, example: str = "1.0") -> float:

@@ -17,7 +17,7 @@ Used with :mod:`ampkit.models` from ``02_autocast_and_levels.ipynb`` on.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -112,8 +112,9 @@ def make_data(name: str, n_samples: int | None = None, seed: int = 0, **kw) -> t
     torch.int64
     """
     key = name.strip().lower() if isinstance(name, str) else name
-    makers = {"mlp": make_blobs, "mlp_ln": make_blobs, "cnn": make_images, "cnn_bn": make_images,
-              "transformer": make_sequences, "decoder": make_char_windows}
+    makers: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
+        "mlp": make_blobs, "mlp_ln": make_blobs, "cnn": make_images, "cnn_bn": make_images,
+        "transformer": make_sequences, "decoder": make_char_windows}
     if key not in makers:
         raise ValueError(f"data set name must be one of {', '.join(MODEL_NAMES)}; got {name!r}")
     if n_samples is not None:

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ampkit._version import TORCH_TESTED
@@ -32,7 +33,7 @@ def _fix() -> str:
 _TORCH_FLOOR = ".".join(TORCH_TESTED.split(".")[:2])
 
 
-def _feature_probes() -> list[tuple[str, str, object]]:
+def _feature_probes() -> list[tuple[str, str, Callable[[], object]]]:
     """(feature, the notebooks that need it, a probe returning True when this torch has it)."""
     import torch  # deferred: the doctor checks that torch is installed before it imports it
 

@@ -125,7 +125,7 @@ def _macos_has_bf16() -> bool:
 def native_dtypes(dev: torch.device) -> tuple[dict[torch.dtype, str], str]:
     """Low dtype -> the hardware feature that makes it native on ``dev``, and (CUDA only) its tensor-core line."""
     if dev.type == "cuda":
-        return cuda_native_dtypes(tuple(torch.cuda.get_device_capability(dev)))
+        return cuda_native_dtypes(torch.cuda.get_device_capability(dev))
     if dev.type == "mps":
         return {torch.float16: NATIVE_RULES["mps"]["float16"]}, ""
     return cpu_native_dtypes(), ""

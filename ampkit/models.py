@@ -180,6 +180,8 @@ class CausalSelfAttention(nn.Module):
     (torch.Size([1, 3, 8]), torch.Size([1, 2, 3, 3]))
     """
 
+    mask: torch.Tensor   # the causal mask, a buffer (register_buffer below)
+
     def __init__(self, d_model: int, n_heads: int, context: int, attention: str = "manual", scale_at: str = "q"):
         super().__init__()
         d_model, n_heads = check_int("d_model", d_model), check_int("n_heads", n_heads)

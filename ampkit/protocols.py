@@ -33,8 +33,10 @@ class Scaler(Protocol):
     skipped. ``get_scale``/``is_enabled`` read the state, ``state_dict``/``load_state_dict`` checkpoint it.
     """
 
-    #: Whether the last ``step()`` was skipped (inf/NaN gradients); valid after ``update()``.
-    last_step_skipped: bool
+    @property
+    def last_step_skipped(self) -> bool:
+        """Whether the last ``step()`` was skipped (inf/NaN gradients); valid after ``update()``."""
+        ...
 
     def scale(self, outputs: torch.Tensor | Iterable[torch.Tensor]) -> torch.Tensor | Iterable[torch.Tensor]:
         """The loss (or tensors) multiplied by the current scale."""
@@ -123,7 +125,7 @@ class GradScalerSkips:
         return self.scaler.state_dict()
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        self.scaler.load_state_dict(state_dict)
+        self.scaler.load_state_dict(dict(state_dict))   # torch's annotation asks for a dict; it only reads it
 
     def __repr__(self) -> str:
         return f"GradScalerSkips({self.scaler!r})"

@@ -307,7 +307,7 @@ def _block(events: list[Event]) -> Event:
     time_by_kind: dict[str, float] = {}
     for e in events:
         time_by_kind[e.kind] = time_by_kind.get(e.kind, 0.0) + e.duration
-    kind = max(time_by_kind, key=time_by_kind.get)
+    kind = max(time_by_kind, key=time_by_kind.__getitem__)
     return Event(events[0].lane, kind, events[0].start, events[-1].end, events[0].step)
 
 

@@ -43,8 +43,9 @@ __all__ = ["train_step", "History", "train", "evaluate", "make_optimizer", "OPTI
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam", "adamw")
 
 
-def train_step(mp: MixedPrecision | nn.Module, x: Any, y: Any, loss_fn: Callable, scaler: Scaler | None = None, *,
-               optimizer: torch.optim.Optimizer | None = None, forward_loss: Callable | None = None,
+def train_step(mp: MixedPrecision | nn.Module, x: Any, y: Any, loss_fn: Callable,
+               scaler: Scaler | torch.amp.GradScaler | None = None, *, optimizer: torch.optim.Optimizer | None = None,
+               forward_loss: Callable | None = None,
                after_backward: Callable[[MixedPrecision], Any] | None = None) -> torch.Tensor:
     """The kit's one training step. ``scaler``: a :class:`ampkit.scaling.Scaler` (or ``None``). In order::
 

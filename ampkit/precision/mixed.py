@@ -120,24 +120,26 @@ class MixedPrecision:
 
     __call__ = forward
 
-    def _warn_bf16_scaler(self, scaler: Scaler | None) -> None:
+    def _warn_bf16_scaler(self, scaler: Scaler | torch.amp.GradScaler | None) -> None:
         if (scaler is not None and self.level != "O0" and self.dtype == torch.bfloat16 and not self._warned_bf16
                 and getattr(scaler, "is_enabled", lambda: True)()):
             warnings.warn(tr("bf16 has fp32's exponent range and rarely needs loss scaling; the scaler is used anyway "
                              "(pass scaler=None to skip it)"), UserWarning, stacklevel=3)
             self._warned_bf16 = True
 
-    def backward(self, loss: torch.Tensor, scaler: Scaler | None = None) -> None:
+    def backward(self, loss: torch.Tensor, scaler: Scaler | torch.amp.GradScaler | None = None) -> None:
         """``scaler.scale(loss).backward()`` (or ``loss.backward()``); under O2 then copy the low-precision grads
         into fp32 master grads, so that ``scaler.unscale_`` / ``scaler.step`` act on fp32 masters."""
         self._warn_bf16_scaler(scaler)
-        (scaler.scale(loss) if scaler is not None else loss).backward()
+        scaled = scaler.scale(loss) if scaler is not None else loss
+        assert isinstance(scaled, torch.Tensor)  # a scaled loss tensor is a tensor
+        scaled.backward()
         if self.level == "O2":
             with torch.no_grad():
                 for p, m in zip(self.params, self.masters):
                     m.grad = None if p.grad is None else p.grad.detach().to(torch.float32)
 
-    def step(self, scaler: Scaler | None = None) -> None:
+    def step(self, scaler: Scaler | torch.amp.GradScaler | None = None) -> None:
         """``scaler.step(optimizer)`` + ``scaler.update()`` (or ``optimizer.step()``); under O2 then copy the
         updated fp32 masters back into the low-precision model. Does not synchronise with the device."""
         self._stepped_with = None
