@@ -84,8 +84,9 @@ translations: $(TEST_STAMP) ## update translations/zh_CN/*.po and ampkit.po, bui
 	$(BIN)/python -m ampkit._i18ntools update
 	$(BIN)/python -m ampkit._i18ntools build
 
-test: $(TEST_STAMP) ## ruff, then every test (LATEST=1: against the newest versions, in .venv-latest)
+test: $(TEST_STAMP) ## ruff and mypy, then every test (LATEST=1: against the newest versions, in .venv-latest)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # On a CUDA GPU: tests/gpu (autocast's CUDA lists, tensor-core decisions, fp16/bf16 speed printed, torch._scaled_mm

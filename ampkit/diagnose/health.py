@@ -70,8 +70,9 @@ class ScalerHistory:
 
 
 class RecordingScaler:
-    """``RecordingScaler(scaler)`` behaves like ``scaler`` (scale, unscale_, step, update, get_scale, state_dict,
-    load_state_dict) and fills ``.history``. Costs one pass over the gradients per step (for the statistics)."""
+    """``RecordingScaler(scaler)`` behaves like ``scaler`` (scale, unscale_, step, update, get_scale, is_enabled,
+    state_dict, load_state_dict) and fills ``.history``. Costs one pass over the gradients per step (for the
+    statistics)."""
 
     def __init__(self, scaler):
         for call in ("scale", "unscale_", "step", "update", "get_scale"):
@@ -107,6 +108,10 @@ class RecordingScaler:
     def update(self, new_scale=None) -> None:
         self._unscaled.clear()
         self.scaler.update(new_scale) if new_scale is not None else self.scaler.update()
+
+    def is_enabled(self) -> bool:
+        """The wrapped scaler's (one without ``is_enabled`` counts as enabled, as ``MixedPrecision`` reads it)."""
+        return bool(getattr(self.scaler, "is_enabled", lambda: True)())
 
     def get_scale(self) -> float:
         return self.scaler.get_scale()

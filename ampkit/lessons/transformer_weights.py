@@ -253,8 +253,10 @@ def finetune_stored(fix: str = "fp32 adapters", steps: int = 8, lr: float = 1e-2
         model = model.requires_grad_(False)
         for block in model.blocks:
             assert isinstance(block, DecoderBlock)
-            block.attn.qkv = LoRALinear(block.attn.qkv)
-        model.head = LoRALinear(model.head)
+            # module surgery: the adapter takes the Linear's place as the child module of that name (nn.Module's
+            # add_module replaces it; models.py types the attribute as the Linear it builds)
+            block.attn.add_module("qkv", LoRALinear(block.attn.qkv))
+        model.add_module("head", LoRALinear(model.head))
         scaler = torch.amp.GradScaler("cpu")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=check_positive_finite("lr", lr, example="1e-2"))
