@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from ampkit._util import check_choice, check_int, check_positive_finite, saved_tensor_bytes
 from ampkit.data import make_data
-from ampkit.formats import format_name
+from ampkit.formats import format_name, info
 from ampkit.models import SCALE_AT, build_model, lm_loss
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import as_scaler
@@ -171,12 +171,6 @@ def attention_overflow(act_scale: float, head_dim: int, dtype: str = "fp16", sca
                              torch.finfo(dt).max, float(probs.isnan().any(-1).float().mean()))
 
 
-def _overflow_limit(dt: torch.dtype) -> float:
-    """The smallest magnitude that rounds to inf in ``dt``: its largest number plus half a gap there (fp16: 65520)."""
-    fi = torch.finfo(dt)
-    return fi.max + fi.eps * 2.0 ** math.floor(math.log2(fi.max)) / 2
-
-
 def largest_logit(head_dim: int = 64, tokens: int = 64, seed: int = 0, correlated: bool = False) -> float:
     """The largest |q·k| among the ``tokens·(tokens+1)/2`` products a causal head computes, for q and k drawn from
     N(0, 1) as :func:`attention_overflow` draws them (times s² for activation scale s), computed in fp32.
@@ -196,8 +190,8 @@ def overflow_threshold(head_dim: int = 64, tokens: int = 64, dtype: str = "fp16"
                        seed: int = 0, correlated: bool = False) -> float:
     """The activation scale s from which :func:`attention_overflow`'s matmul output rounds to inf in ``dtype``:
     ``sqrt(limit / M)`` with M the :func:`largest_logit` (divided by √d when the scale is on q) and limit the
-    smallest magnitude that rounds to inf (fp16: 65520). The rounding of q and k to ``dtype`` moves it by a
-    fraction of a per cent.
+    smallest magnitude that rounds to inf, ``formats.info(dtype).overflow_threshold`` (fp16: 65520). The rounding of
+    q and k to ``dtype`` moves it by a fraction of a per cent.
 
     >>> t = overflow_threshold(64, 64)
     >>> attention_overflow(0.99 * t, 64).overflowed, attention_overflow(1.01 * t, 64).overflowed
@@ -207,7 +201,7 @@ def overflow_threshold(head_dim: int = 64, tokens: int = 64, dtype: str = "fp16"
     m = largest_logit(head_dim, tokens, seed, correlated)
     if scale_at == "q":
         m /= math.sqrt(head_dim)
-    return math.sqrt(_overflow_limit(_dtype(dtype)) / m)
+    return math.sqrt(info(_dtype(dtype)).overflow_threshold / m)
 
 
 def softmax_with_inf(n: int = 6, dtype: str = "fp16") -> torch.Tensor:
