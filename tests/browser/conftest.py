@@ -269,13 +269,17 @@ class Lab:
         return loc.inner_text() or loc.text_content() or ""
 
     def wait_for_change(self, page, selector: str, old_text: str, timeout_ms: int = 30_000) -> str:
-        """Wait until the first element matching ``selector`` shows text other than ``old_text``; return it."""
+        """Wait until the first element matching ``selector`` shows text other than ``old_text``; return it.
+        Compared without white space: :meth:`text` may have read ``textContent`` (a cell scrolled away has no
+        ``innerText``), where a ``<br>`` is no line break, and that alone must not count as a change."""
         try:  # the element may be re-rendered (detached) by the very update we are waiting for
             page.locator(selector).first.scroll_into_view_if_needed(timeout=5_000)
         except Exception:
             pass
         page.wait_for_function(
-            "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+            "([sel, old]) => { const e = document.querySelector(sel); if (!e) return false;"
+            " const now = (e.innerText || e.textContent || '').replace(/\\s+/g, '');"
+            " return now !== old.replace(/\\s+/g, ''); }",
             arg=[selector, old_text], timeout=timeout_ms)
         return self.text(page, selector)
 

@@ -30,7 +30,12 @@ def test_attention_widget_follows_sliders_and_buttons(lab):
     lab.screenshot(page, "07_transformers-attention-start", near=".ampkit-attn-plot")
 
     lab.move_slider(page, 0, "PageUp", presses=1)              # a page: a tenth of the range up
-    moved = lab.wait_for_change(page, READOUT, start)
+    lab.wait_for_change(page, READOUT, start)
+    # the readout's first line must name the new scale (not only differ from ``start`` in some other way)
+    page.wait_for_function("(sel) => { const m = /activation scale ([\\d.e+]+),/.exec("
+                           "document.querySelector(sel)?.textContent ?? ''); return m && m[1] !== '8'; }",
+                           arg=READOUT, timeout=30_000)
+    moved = lab.text(page, READOUT)
     shown = float(re.search(r"activation scale ([\d.e+]+)", moved).group(1))   # 3 significant digits
     # the slider moves 2**exponent in steps of 0.25 (FloatLogSlider, base 2): the value it holds is the grid point
     # that prints as ``shown`` (19.03 prints as 19; recomputing at 19.0 can round the readout's product differently)
