@@ -13,9 +13,10 @@ notebook                              modules
 04_data_sinking                       ``sinking`` (data, graph and loop sink), ``timeline`` (the step simulator)
 05_amp_in_practice                    ``diagnose`` (non-finite hunter, overflow headroom, scaler health, AMP doctor)
 06_fp8_scaling                        ``fp8`` (per-tensor, delayed and MX block scaling; a simulated fp8 linear layer)
-07_transformers_in_16_bits            ``lessons.transformers``, ``lessons.transformer_weights`` (a decoder in 16
-                                      bits: attention, norms, the loss, bf16 weights, a model stored in fp16)
-08_transformers_compiled_and_sharded  ``lessons.transformer_systems`` (compiled, checkpointed, sharded, hunted)
+07_transformers_in_16_bits            ``lessons.transformers_in_16_bits`` (a decoder in 16 bits: attention, norms, the
+                                      loss, bf16 weights, a model stored in fp16)
+08_transformers_compiled_and_sharded  ``lessons.transformers_compiled_and_sharded`` (compiled, checkpointed, sharded,
+                                      hunted)
 every notebook                        ``exercises`` (self-checks, hidden solutions), ``widgets`` (the views)
 ====================================  ================================================================================
 

@@ -24,22 +24,22 @@ from dataclasses import dataclass, field, replace
 
 from ampkit._util import check_choice, check_int, check_number
 
-__all__ = ["MODES", "LANES", "SimParams", "Event", "Timeline", "simulate", "simulate_all", "check_mode",
-           "GPU_LIKE", "CPU_LIKE", "KINDS", "gantt_bars", "Summary", "summarise"]
+__all__ = ["SINK_MODES", "LANES", "SimParams", "Event", "Timeline", "simulate", "simulate_all", "check_mode",
+           "GPU_LIKE", "CPU_LIKE", "EVENT_KINDS", "gantt_bars", "Summary", "summarise"]
 
 #: The four modes, from no sinking to all three sinks.
-MODES = ("none", "data", "data+graph", "data+graph+loop")
+SINK_MODES = ("none", "data", "data+graph", "data+graph+loop")
 #: Lanes of the Gantt chart, top to bottom.
 LANES = ("loader", "host", "device")
 
 
 def check_mode(mode: str) -> str:
-    """Return ``mode`` if it is one of :data:`MODES`, else raise a ``ValueError`` naming them.
+    """Return ``mode`` if it is one of :data:`SINK_MODES`, else raise a ``ValueError`` naming them.
 
     >>> check_mode("data")
     'data'
     """
-    return check_choice("mode", mode, MODES)
+    return check_choice("mode", mode, SINK_MODES)
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ class _Sim:
 
 
 def simulate(mode: str, params: SimParams, steps: int = 8) -> Timeline:
-    """Simulate ``steps`` training steps in ``mode`` (one of :data:`MODES`) and return the timeline.
+    """Simulate ``steps`` training steps in ``mode`` (one of :data:`SINK_MODES`) and return the timeline.
 
     The run always ends with a sync (the host reads the last loss), so ``total`` is the time until the host
     knows the result.
@@ -240,13 +240,13 @@ def simulate(mode: str, params: SimParams, steps: int = 8) -> Timeline:
 
 
 def simulate_all(params: SimParams, steps: int = 8) -> dict[str, Timeline]:
-    """:func:`simulate` for every mode in :data:`MODES`, as ``{mode: Timeline}``.
+    """:func:`simulate` for every mode in :data:`SINK_MODES`, as ``{mode: Timeline}``.
 
     >>> tls = simulate_all(GPU_LIKE)
     >>> tls["data+graph+loop"].step_time < tls["none"].step_time
     True
     """
-    return {m: simulate(m, params, steps) for m in MODES}
+    return {m: simulate(m, params, steps) for m in SINK_MODES}
 
 
 #: Illustrative GPU-like costs (seconds): tiny ops, launches that cost more than the ops, an expensive sync.
@@ -257,7 +257,7 @@ CPU_LIKE = replace(GPU_LIKE, copy=5e-6, sync=1e-6, async_device=False)
 
 
 #: The kinds of event the simulator emits (bars of the Gantt chart), in the order a step meets them.
-KINDS = ("prep", "copy", "handoff", "launch", "compute", "wait", "sync", "callback")
+EVENT_KINDS = ("prep", "copy", "handoff", "launch", "compute", "wait", "sync", "callback")
 
 
 def gantt_bars(timeline: Timeline, max_bars: int = 3000) -> list[Event]:

@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench_compile.py [--steps 8] [--json [PATH]]
 
-For each backend (``aot_eager``, then ``inductor``) :func:`ampkit.lessons.transformer_systems.compile_vs_eager`
+For each backend (``aot_eager``, then ``inductor``)
+:func:`ampkit.lessons.transformers_compiled_and_sharded.compile_vs_eager`
 trains the notebook's small decoder eagerly and compiled (``dynamic=False``) through the kit's ``train_step`` and
 reports: the largest |compiled loss - eager loss| over the steps, the first compiled step (the compile; "cold": the
 first compile of this backend in this process, after ``torch.compiler.reset()``), the median later step of the same
@@ -33,7 +34,7 @@ os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="ampkit-bench-in
 import torch  # noqa: E402
 from bench_notebooks import host_info  # noqa: E402
 
-from ampkit.lessons.transformer_systems import compile_vs_eager  # noqa: E402
+from ampkit.lessons.transformers_compiled_and_sharded import compile_vs_eager  # noqa: E402
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "compile.json"
 

@@ -17,7 +17,7 @@ gives a ratio to that round's plain step, and the table shows the median ratio w
 percentile over the rounds) and the median time per step. Then the one-off cost of a replay: a watched step whose
 batch holds an inf (so it is restored and run again under the hunter) against the same bad step run plain.
 Target: watch (full) / plain <= 2.0 on the small model's step (notebook 05's MLP, batch 32). Off, nothing is
-installed (tests/test_diagnose_replay.py checks it), so not using the watch costs nothing. Timings depend on the
+installed (tests/test_diagnose_watch.py checks it), so not using the watch costs nothing. Timings depend on the
 machine and on what else runs on it; the ratios are the result.
 """
 from __future__ import annotations

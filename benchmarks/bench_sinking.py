@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from ampkit.sinking import SinkBench, compile_cache_dir, predict_vs_measured, speedup  # noqa: E402
-from ampkit.timeline import MODES  # noqa: E402
+from ampkit.timeline import SINK_MODES  # noqa: E402
 
 TARGET = 0.25
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['error']:+7.1%} {elo:+7.0%} to {ehi:+4.0%} {m.syncs:6d} {m.data_wait * 1e3:12.1f}  "
               f"{'met' if met else 'NOT met'}")
     print()
-    for mode in MODES[1:]:
+    for mode in SINK_MODES[1:]:
         print(f"{mode}: {speedup(measured, mode).phrase('no sinking')}")
     print(f"all targets met: {all_met}")
     return 0

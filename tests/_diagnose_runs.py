@@ -1,4 +1,4 @@
-"""Training runs for tests/test_diagnose_replay.py: the doctor's scenarios as step functions, and helpers that run
+"""Training runs for tests/test_diagnose_watch.py: the doctor's scenarios as step functions, and helpers that run
 a set-up plain or under the always-on hunter and compare two training states bit for bit."""
 import copy
 from types import SimpleNamespace

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from ampkit.lessons.transformer_weights import plateau_experiment
+from ampkit.lessons.transformers_in_16_bits.weights import plateau_experiment
 from ampkit.precision import BF16Updates, apply_update, stochastic_round
 from ampkit.precision.bf16_updates import nearest_threshold
 

@@ -201,7 +201,7 @@ def test_every_allowed_exception_is_still_needed():
 @pytest.mark.parametrize("module, source, expected", [
     ("ampkit.scaling.scalers", "from ampkit.lessons.loss_scaling import train_task\n", "engine may import only"),
     ("ampkit.train", "def f():\n    import ampkit.widgets.style\n", "not widgets"),
-    ("ampkit.precision.mixed", "from ampkit.scaling.protocol import ScaleRule\n", "levels know no scalers"),
+    ("ampkit.precision.mixed", "from ampkit.scaling.errors import ScaleRule\n", "levels know no scalers"),
     ("ampkit.scaling.rules", "from ampkit.train import train_step\n", "scalers know no loop"),
     ("ampkit.formats.bits", "from ampkit.precision import apply_level\n", "ground may import only"),
     ("ampkit.lessons.loss_scaling", "from ampkit.widgets.scaling import ScalerReplay\n", "not widgets"),
@@ -214,7 +214,7 @@ def test_every_allowed_exception_is_still_needed():
     ("ampkit.scaling.rules", "from .base import _f32\n", "private name _f32 from ampkit.scaling.base"),
     ("ampkit.precision.mixed", "def f(s, o):\n    return s._found_inf_per_device(o)\n", "private s._found_inf"),
     ("ampkit.scaling.rules", "def f(s):\n    return s._next_scale(True)\n", "private s._next_scale"),
-    ("ampkit.diagnose.replay", "def f(s):\n    return getattr(s, '_next_scale')\n", "private '_next_scale'"),
+    ("ampkit.diagnose.watch", "def f(s):\n    return getattr(s, '_next_scale')\n", "private '_next_scale'"),
 ])
 def test_the_checker_reports_a_planted_violation(module, source, expected):
     problems = layer_problems(module, source, {"_next_scale": {"ampkit.scaling.base"}})

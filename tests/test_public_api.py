@@ -34,8 +34,8 @@ def _public_modules() -> list[str]:
 
 def test_the_walk_finds_every_face():
     found = set(_public_modules())
-    assert {"ampkit.scaling.presets", "ampkit.widgets.attention", "ampkit.lessons.transformers",
-            "ampkit.lessons.transformer_systems.compiled", "ampkit.fp8.tiles"} <= found
+    assert {"ampkit.scaling.presets", "ampkit.widgets.attention", "ampkit.lessons.transformers_in_16_bits.activations",
+            "ampkit.lessons.transformers_compiled_and_sharded.compiled", "ampkit.fp8.tiles"} <= found
     assert not any(".classroom" in m or "._" in m for m in found) and len(found) > 80
 
 

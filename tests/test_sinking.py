@@ -1,6 +1,6 @@
 """ampkit.sinking: the data sink (prefetcher) and the loop sink (MindSpore semantics), with bad input; the package
-re-exports every public name of its modules. (Graph sink: test_sinking_compile.py; SinkModel: test_sinking_model.py;
-workload, measurements and bench: test_sinking_bench.py.)"""
+re-exports every public name of its modules. (Graph sink: test_sinking_compile.py; SinkModel: test_sinking_trainer.py;
+workload, measurements and bench: test_sinking_mode_runs.py.)"""
 from __future__ import annotations
 
 import importlib
@@ -27,7 +27,7 @@ from ampkit.sinking import (
 from ampkit.sinking.loop import endless
 from ampkit.sinking.prefetch import batch_device, same_device
 
-SUBMODULES = ("prefetch", "cache", "compile", "loop", "model", "workload", "measure", "bench")
+SUBMODULES = ("prefetch", "cache", "compile", "loop", "trainer", "workload", "measure", "mode_runs")
 
 
 def test_the_package_re_exports_its_modules_public_names():

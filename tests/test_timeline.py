@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ampkit.timeline import CPU_LIKE, GPU_LIKE, KINDS, LANES, MODES, Event, SimParams, simulate, simulate_all
+from ampkit.timeline import CPU_LIKE, EVENT_KINDS, GPU_LIKE, LANES, SINK_MODES, Event, SimParams, simulate, simulate_all
 
 
 def bars(tl, lane):
@@ -114,8 +114,8 @@ def test_run_always_ends_with_a_sync():
 def test_presets_show_the_lesson():
     for preset in (GPU_LIKE, CPU_LIKE):
         tls = simulate_all(preset, steps=16)
-        assert set(tls) == set(MODES)
-        times = [tls[m].step_time for m in MODES]
+        assert set(tls) == set(SINK_MODES)
+        times = [tls[m].step_time for m in SINK_MODES]
         assert times == sorted(times, reverse=True)    # every sink helps with these costs
     gpu = simulate_all(GPU_LIKE, steps=16)
     assert gpu["data+graph+loop"].utilisation > gpu["none"].utilisation
@@ -230,12 +230,12 @@ def test_every_event_kind_is_listed_in_kinds():
     seen = {e.kind for p in (GPU_LIKE, CPU_LIKE, SimParams(prep=1.0, copy=1.0, n_ops=2, launch=1.0, op=1.0, sync=1.0,
                                                             callback=1.0, handoff=1.0, depth=1, sink_size=2))
             for tl in simulate_all(p, steps=4).values() for e in tl.events}
-    assert seen == set(KINDS)
+    assert seen == set(EVENT_KINDS)
 
 
 def test_the_simulator_returns_data_and_leaves_colours_and_html_to_the_view():
     import ampkit.timeline as timeline
     from ampkit.widgets.sinking import KIND_COLOURS
 
-    assert set(KIND_COLOURS) == set(KINDS)
+    assert set(KIND_COLOURS) == set(EVENT_KINDS)
     assert not hasattr(timeline, "KIND_COLOURS") and not hasattr(timeline.Summary, "html")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ampkit.sinking import Calibration, ModeMeasurement
-from ampkit.timeline import GPU_LIKE, LANES, MODES, SimParams, Summary, gantt_bars, simulate_all, summarise
+from ampkit.timeline import GPU_LIKE, LANES, SINK_MODES, SimParams, Summary, gantt_bars, simulate_all, summarise
 from ampkit.widgets.sinking import SinkTimeline, gantt_figure, measured_figure, summary_html
 from ampkit.widgets.style import png_bytes
 
@@ -55,7 +55,7 @@ def test_each_control_reaches_the_params(w):
     p = w.params
     assert p.prep == pytest.approx(100e-6) and p.launch == pytest.approx(10e-6) and p.n_ops == 40
     assert p.op == pytest.approx(2e-6) and p.async_device is False
-    for mode in MODES:
+    for mode in SINK_MODES:
         w.mode.value = mode
         _, expected = summarise(mode, p)
         assert w.summary == expected and mode in w.readout.value
@@ -72,7 +72,7 @@ def test_sweep_every_control_over_its_range():
         for e in np.linspace(slider.min, slider.max, 5):
             slider.value = float(slider.base ** e)
             assert w.summary.step_time > 0 and 0 <= w.summary.utilisation <= 1
-    for mode in MODES:
+    for mode in SINK_MODES:
         for flag in (True, False):
             w.mode.value, w.async_device.value = mode, flag
             assert w.summary.mode == mode and w.params.async_device is flag
@@ -136,8 +136,8 @@ def test_an_empty_lane_says_why():
 def test_gantt_figure_one_panel_per_mode():
     tls = simulate_all(GPU_LIKE, steps=4)
     fig = gantt_figure(tls, "title")
-    assert len(fig.axes) == len(MODES) and fig.get_figwidth() >= 6.5 and fig.dpi == 100
-    for ax, mode in zip(fig.axes, MODES):
+    assert len(fig.axes) == len(SINK_MODES) and fig.get_figwidth() >= 6.5 and fig.dpi == 100
+    for ax, mode in zip(fig.axes, SINK_MODES):
         assert ax.get_title(loc="left").startswith(f"{mode}: ") and ax.get_ylabel() == "lane"
         assert len(ax.collections[0].get_paths()) == len(gantt_bars(tls[mode], max_bars=600))
     assert fig.axes[-1].get_xlabel().endswith("(µs)") and fig._suptitle.get_text() == "title"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ampkit.diagnose.headroom import LayerHeadroom, check_model, check_scalar_loss, format_limits, measure_headroom
 from ampkit.diagnose.health import RUN_KINDS, Diagnosis, RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import AnomalyFinding, NonFiniteEvent, NonFiniteHunter, anomaly_report, hunt
-from ampkit.diagnose.replay import StepFinding, WatchedStep, watch
+from ampkit.diagnose.watch import StepFinding, WatchedStep, watch
 
 __all__ = ["NonFiniteEvent", "NonFiniteHunter", "hunt", "AnomalyFinding", "anomaly_report",
            "watch", "WatchedStep", "StepFinding",

@@ -1,4 +1,4 @@
-"""The pieces of :mod:`ampkit.diagnose.replay` that know torch's internals: one fused finiteness check, tensor copies
+"""The pieces of :mod:`ampkit.diagnose.watch` that know torch's internals: one fused finiteness check, tensor copies
 kept in buffers allocated once, and the state of a loss scaler (kept, restored, and its own found_inf read).
 
 Private to the kit. Sources: ``torch._foreach_norm`` is what ``torch.nn.utils.clip_grad_norm_`` uses to take every

@@ -37,9 +37,9 @@ from ampkit._util import check_choice, check_int, check_positive_finite, free_po
 from ampkit.data import make_blobs
 from ampkit.models import MLP
 
-__all__ = ["RankResult", "run_data_parallel", "MODES", "SCALERS"]
+__all__ = ["RankResult", "run_data_parallel", "STRATEGIES", "SCALERS"]
 
-MODES: tuple[str, ...] = ("ddp", "sharded")
+STRATEGIES: tuple[str, ...] = ("ddp", "sharded")
 SCALERS: tuple[str, ...] = ("torch", "sharded")
 
 
@@ -143,7 +143,7 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
                          "once this process has run a backward pass (autograd then runs a thread per GPU; PyTorch "
                          "wiki 'Autograd and Fork'), so use start='spawn' (the default where torch sees a GPU)")
     steps = check_int("steps", steps)
-    mode = check_choice("mode", mode, MODES)
+    mode = check_choice("mode", mode, STRATEGIES)
     scaler = check_choice("scaler", scaler, SCALERS)
     world_size = check_int("world_size", world_size, minimum=2, maximum=8)
     poison_step = check_int("poison_step", poison_step, minimum=0)

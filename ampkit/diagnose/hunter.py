@@ -11,7 +11,7 @@ only the *backward* functions' outputs, so a forward overflow is reported at the
 NaN (often the loss), not at the layer that overflowed.
 
 Off (not entered), the hunter costs nothing: no hook or mode is installed until ``__enter__``. On, it makes a small
-step several times slower; :func:`ampkit.diagnose.replay.watch` runs every step bare and replays under the hunter
+step several times slower; :func:`ampkit.diagnose.watch.watch` runs every step bare and replays under the hunter
 only a step that went inf/NaN. Ops that return uninitialised memory (``empty``, ``empty_like``: dropout fills its
 mask that way) are counted but not judged: their output is whatever the memory held.
 

@@ -21,10 +21,10 @@ from ampkit.formats.registry import FormatInfo, float_to_pattern, info
 from ampkit.formats.rounding import verdict
 from ampkit.i18n import mark, tr
 
-__all__ = ["KINDS", "Decomposition", "decompose", "from_bits", "toggle_bit"]
+__all__ = ["PATTERN_KINDS", "Decomposition", "decompose", "from_bits", "toggle_bit"]
 
 #: What a single stored number can be (:attr:`Decomposition.kind`).
-KINDS = (mark("zero"), mark("subnormal"), mark("normal"), "inf", "nan")
+PATTERN_KINDS = (mark("zero"), mark("subnormal"), mark("normal"), "inf", "nan")
 
 
 @dataclass(frozen=True)

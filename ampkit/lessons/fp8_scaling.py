@@ -24,10 +24,10 @@ from ampkit.fp8.linear import Fp8Linear, Fp8Recipe, to_fp8
 from ampkit.fp8.quantize import current_scale, fake_quantize, saturation_threshold
 from ampkit.models import MLP
 
-__all__ = ["MODES", "RunResult", "train_mode", "AmaxRecording", "record_amax_run", "saturation_per_step",
+__all__ = ["TRAIN_FORMATS", "RunResult", "train_mode", "AmaxRecording", "record_amax_run", "saturation_per_step",
            "flush_per_step", "make_task", "gemm_tensors", "backward_operand_formats"]
 
-MODES = ("fp32", "bf16", "fp8")
+TRAIN_FORMATS = ("fp32", "bf16", "fp8")
 
 
 def make_task(seed: int = 0, n_train: int = 2048, n_test: int = 1024):
@@ -67,7 +67,7 @@ def train_mode(mode: str, steps: int = 150, batch: int = 64, lr: float = 3e-3, s
                recipe: Fp8Recipe | None = None, spikes: dict[int, float] | None = None,
                task=None) -> RunResult:
     """Train the MLP for ``steps`` Adam steps in ``mode`` (fp32 / bf16 autocast / simulated fp8); test accuracy."""
-    mode = check_choice("mode", mode, MODES)
+    mode = check_choice("mode", mode, TRAIN_FORMATS)
     steps, batch = check_int("steps", steps), check_int("batch", batch)
     X, y, Xt, yt = task or make_task(seed)
     model = _model(mode, seed, recipe)

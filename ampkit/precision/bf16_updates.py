@@ -1,7 +1,7 @@
 """bf16 weights that stop learning, and the three fixes: fp32 master weights, Kahan summation, stochastic rounding.
 
 Taught in notebook 07 (``07_transformers_in_16_bits.ipynb``, section 5, with the experiments of
-:mod:`ampkit.lessons.transformer_weights`); the fp32 master weights it compares against are the O2 level of
+:mod:`ampkit.lessons.transformers_in_16_bits.weights`); the fp32 master weights it compares against are the O2 level of
 ``02_autocast_and_levels.ipynb``.
 
 A bf16 weight keeps 8 significant bits, so its neighbours are ``2**-7`` apart near 1.0. Storing ``w + u`` with

@@ -11,7 +11,7 @@ the optimizer step undoes it.
 ====================  ======================================================================================
 module                holds
 ====================  ======================================================================================
-``protocol``          :class:`ScaleRule`, the scalers' errors; :class:`Scaler` (from :mod:`ampkit.protocols`)
+``errors``            the scalers' errors (:class:`Scaler` itself is :mod:`ampkit.protocols`', re-exported here)
 ``dynamic_rule``      :class:`DynamicRule` — the dynamic rule as a pure object (state in, state out)
 ``base``              the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
 ``scalers``           :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
@@ -22,7 +22,7 @@ module                holds
 ``presets``           :func:`preset` (one constructor per framework), :func:`describe`, :func:`replay_presets`
 ``gradients``         capture gradients, classify them at a scale (:func:`scale_report`, :func:`safe_window`)
 ``rules``             torch's and MindSpore's rules as pure arithmetic
-``replays``           a rule (or ampkit's dynamic scaler) run over recorded steps: :func:`replay`, ...
+``replays``           a rule (:class:`ScaleRule`) or ampkit's dynamic scaler run over recorded steps: :func:`replay`
 ``legacy``            what the legacy ``torch.cuda.amp`` spellings do on this torch
 ====================  ======================================================================================
 
@@ -73,10 +73,12 @@ What remains different on purpose (each tested in tests/test_gradscaler_dropin_a
 """
 from __future__ import annotations
 
+from ampkit.protocols import Scaler
 from ampkit.scaling import defaults as _defaults
 from ampkit.scaling.base import StepRecord
 from ampkit.scaling.defaults import TABLE_COLUMNS
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
+from ampkit.scaling.errors import ScaleInputError, ScalerStateError, ScalerTypeError, ScalerUsageError, ScalerValueError
 from ampkit.scaling.gradients import (
     SAFE_MAX_FLUSHED,
     ScaleReport,
@@ -98,16 +100,16 @@ from ampkit.scaling.presets import (
     preset_names,
     replay_presets,
 )
-from ampkit.scaling.protocol import (
-    ScaleInputError,
-    Scaler,
-    ScalerStateError,
-    ScalerTypeError,
+from ampkit.scaling.replays import (
+    Replay,
+    RuleReplay,
     ScaleRule,
-    ScalerUsageError,
-    ScalerValueError,
+    log2_ceiling,
+    parse_flags,
+    replay,
+    replay_flags,
+    replay_grad_max,
 )
-from ampkit.scaling.replays import Replay, RuleReplay, log2_ceiling, parse_flags, replay, replay_flags, replay_grad_max
 from ampkit.scaling.rules import DynamicScalerRule, MindSporeDynamicRule, MindSporeFixedRule, TorchGradScalerRule
 from ampkit.scaling.scalers import TORCH_STATE_KEYS, DynamicLossScaler, NoLossScaler, StaticLossScaler
 

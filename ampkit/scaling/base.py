@@ -23,7 +23,7 @@ import torch
 
 from ampkit.formats import Classification, classify, resolve_format, to_fp32
 from ampkit.i18n import mark, tr
-from ampkit.scaling.protocol import ScaleInputError, ScalerTypeError, ScalerUsageError, ScalerValueError
+from ampkit.scaling.errors import ScaleInputError, ScalerTypeError, ScalerUsageError, ScalerValueError
 
 __all__ = ["StepRecord"]
 

@@ -23,7 +23,7 @@ from typing import Any
 from ampkit._util import check_int, check_positive_finite
 from ampkit.formats import to_fp32
 from ampkit.i18n import tr
-from ampkit.scaling.protocol import ScalerValueError
+from ampkit.scaling.errors import ScalerValueError
 
 __all__ = ["DynamicRule", "DynamicState"]
 
@@ -64,7 +64,7 @@ class DynamicRule:
     >>> DynamicRule(backoff_factor=2.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ampkit.scaling.protocol.ScalerValueError: backoff_factor must be in (0, 1) (the scale shrinks by it; ...
+    ampkit.scaling.errors.ScalerValueError: backoff_factor must be in (0, 1) (the scale shrinks by it; ...
     """
 
     growth_factor: float = 2.0

@@ -2,7 +2,7 @@
 by one import.
 
 Taught in notebook ``03_loss_scaling.ipynb`` (section "Every framework's scaler as a preset"). Each class is a
-:class:`ampkit.scaling.protocol.ScaleRule` (``scale``, ``update(overflow)``, ``drops_overflow``) that transliterates
+:class:`ampkit.scaling.replays.ScaleRule` (``scale``, ``update(overflow)``, ``drops_overflow``) that transliterates
 its framework's update code into plain Python — the counters, comparisons and order of that code, so a state walk
 written from the framework's source holds step by step. Apex and DeepSpeed keep the scale as a Python ``float``
 (float64) and compute in float64, so these rules do too; the frameworks whose scale is a float32 tensor (Paddle,

@@ -2,7 +2,7 @@
 
 Taught in notebook ``03_loss_scaling.ipynb`` (section "Every framework's scaler as a preset"; the cross-framework
 table :data:`ampkit.scaling.SCALER_DEFAULTS` is generated here). :func:`preset` builds a fresh rule (a
-:class:`ampkit.scaling.protocol.ScaleRule`) by name with the framework's own argument names and defaults;
+:class:`ampkit.scaling.replays.ScaleRule`) by name with the framework's own argument names and defaults;
 :func:`ampkit.scaling.replays.replay_flags` / ``replay_grad_max`` run it; :func:`describe` measures what a rule
 does (initial scale, growth, backoff, floor) by feeding it clean and overflowing steps — the table is those
 measurements, not typed numbers. Rules and sources: :mod:`ampkit.scaling.rules`,
@@ -36,8 +36,7 @@ from ampkit.scaling.framework_rules import (
     RunStopped,
     TFKeras2LossScaleRule,
 )
-from ampkit.scaling.protocol import ScaleRule
-from ampkit.scaling.replays import RuleReplay, replay_grad_max
+from ampkit.scaling.replays import RuleReplay, ScaleRule, replay_grad_max
 from ampkit.scaling.rules import MindSporeDynamicRule, MindSporeFixedRule, TorchGradScalerRule
 
 __all__ = ["Preset", "PRESETS", "preset", "preset_names", "preset_arguments", "describe", "RuleSummary",

@@ -1,7 +1,7 @@
 """Replays: a loss-scale rule run over a recorded training run, without training again.
 
 Taught in notebook ``03_loss_scaling.ipynb`` (section 5, the replay widget; sections 10–11, torch's and
-MindSpore's rules on the same steps). A replay feeds a rule (:class:`ampkit.scaling.protocol.ScaleRule`) one
+MindSpore's rules on the same steps). A replay feeds a rule (:class:`ScaleRule`, defined here) one
 overflow flag per step — given as text (``"..o.."``), or decided from the step's largest |gradient|: step ``t``
 overflows when ``scale * grad_max[t]`` is beyond the format's range. It assumes the gradients do not depend on
 which steps were skipped — close for short stretches.
@@ -17,17 +17,34 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 from ampkit.formats import info
 from ampkit.i18n import tr
 from ampkit.scaling.framework_rules import RunStopped
-from ampkit.scaling.protocol import ScaleRule
 from ampkit.scaling.rules import DynamicScalerRule
 
-__all__ = ["Replay", "replay", "RuleReplay", "parse_flags", "replay_flags", "replay_grad_max", "log2_ceiling"]
+__all__ = ["ScaleRule", "Replay", "replay", "RuleReplay", "parse_flags", "replay_flags", "replay_grad_max",
+           "log2_ceiling"]
+
+
+@runtime_checkable
+class ScaleRule(Protocol):
+    """A loss-scale rule reduced to its arithmetic: the current ``scale``, ``update(overflow)`` after a step, and
+    whether an overflowing step's update is dropped (``drops_overflow``). See :mod:`ampkit.scaling.rules`."""
+
+    drops_overflow: bool
+
+    @property
+    def scale(self) -> float:
+        """The scale the next step uses."""
+        ...
+
+    def update(self, overflow: bool) -> None:
+        """Advance the rule by one step that did (or did not) overflow."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Loss-scaling rules side by side — torch's GradScaler, MindSpore's two managers — as pure arithmetic.
 
 Taught in notebook ``03_loss_scaling.ipynb`` (sections 10–11: MindSpore's hand-written step and its loss-scale
-managers next to torch's scaler). A rule is a :class:`ampkit.scaling.protocol.ScaleRule`: ``scale``,
+managers next to torch's scaler). A rule is a :class:`ampkit.scaling.replays.ScaleRule`: ``scale``,
 ``update(overflow)`` and ``drops_overflow``; :mod:`ampkit.scaling.replays` runs one over a sequence of steps.
 No framework but torch is needed.
 

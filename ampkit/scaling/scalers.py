@@ -53,7 +53,7 @@ from ampkit.formats import to_fp32
 from ampkit.i18n import tr
 from ampkit.scaling.base import ScalerBase
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState, check_backoff_factor, check_growth_factor
-from ampkit.scaling.protocol import ScalerStateError
+from ampkit.scaling.errors import ScalerStateError
 
 __all__ = ["NoLossScaler", "StaticLossScaler", "DynamicLossScaler", "TORCH_STATE_KEYS"]
 

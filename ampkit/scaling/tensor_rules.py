@@ -3,7 +3,7 @@ jmp — as pure rules with their float32 arithmetic (jmp twice: op by op, and as
 changes both its arithmetic and its floor).
 
 Taught in notebook ``03_loss_scaling.ipynb`` (section "Every framework's scaler as a preset"). Each class is a
-:class:`ampkit.scaling.protocol.ScaleRule` (``scale``, ``update(overflow)``, ``drops_overflow``) that transliterates
+:class:`ampkit.scaling.replays.ScaleRule` (``scale``, ``update(overflow)``, ``drops_overflow``) that transliterates
 its framework's update code: the same counters and comparisons in the same order, and the same float operation in
 the same dtype — float32 here (each class's docstring gives its rule as pseudo-code, ``float32(x)`` meaning "round
 to the nearest float32"). A product or quotient of two float32 numbers computed in float64 and rounded once to

@@ -32,13 +32,13 @@ compiles, so a second run of the notebook finds the kernels already built.
 """
 from __future__ import annotations
 
-from ampkit.sinking.bench import SinkBench, calibrate, measure_modes, warm_compile_cache
 from ampkit.sinking.cache import compile_cache_dir, kit_cache_dir, kit_compile_cache
 from ampkit.sinking.compile import CompiledStep, compile_step, compile_unavailable_reason
 from ampkit.sinking.loop import LossMonitor, SinkInfo, SinkLog, check_sink_size, loop_sink
 from ampkit.sinking.measure import Calibration, ModeMeasurement, RunCosts, predict_vs_measured, speedup
-from ampkit.sinking.model import SinkModel
+from ampkit.sinking.mode_runs import SinkBench, calibrate, measure_modes, warm_compile_cache
 from ampkit.sinking.prefetch import DevicePrefetcher, batch_device, check_batch, check_same_device
+from ampkit.sinking.trainer import SinkModel
 from ampkit.sinking.workload import BatchLoader, ManySmallOps, count_ops
 
 __all__ = [

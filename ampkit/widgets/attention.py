@@ -1,12 +1,12 @@
 """Notebook 07's widget (``07_transformers_in_16_bits.ipynb``): where attention logits overflow.
 
-A thin view over :func:`ampkit.lessons.transformers.attention_overflow`. Two sliders — the activation scale of q
-and k, and the head size — and a choice of where the 1/√d scale is applied (on q before the matmul, or on the
-logits after it). For fp32, bf16 and fp16 side by side: the largest output of the attention matmul (q·kᵀ, or
-(q/√d)·kᵀ) against the format's largest finite number (log scale; one that overflowed is drawn as a hatched bar to
-the top, marked "inf"), and the share of softmax rows that became NaN. The axes are laid out once; a move redraws
-the bars only. The readout states s²·√d with its limits: it is the spread of one product of independent q and k;
-the largest of the head's products is several spreads and grows with the context; correlated q and k reach d·s².
+A thin view over :func:`ampkit.lessons.transformers_in_16_bits.activations.attention_overflow`. Two sliders — the
+activation scale of q and k, and the head size — and a choice of where the 1/√d scale is applied (on q before the
+matmul, or on the logits after it). For fp32, bf16 and fp16 side by side: the largest output of the attention matmul
+(q·kᵀ, or (q/√d)·kᵀ) against the format's largest finite number (log scale; one that overflowed is drawn as a hatched
+bar to the top, marked "inf"), and the share of softmax rows that became NaN. The axes are laid out once; a move
+redraws the bars only. The readout states s²·√d with its limits: it is the spread of one product of independent q and
+k; the largest of the head's products is several spreads and grows with the context; correlated q and k reach d·s².
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import ipywidgets as W
 import torch
 
 from ampkit.i18n import tr
-from ampkit.lessons.transformers import DTYPES, AttentionOverflow, attention_overflow
+from ampkit.lessons.transformers_in_16_bits.activations import DTYPES, AttentionOverflow, attention_overflow
 from ampkit.widgets.style import (
     BAND_COLOURS,
     DPI,
@@ -71,7 +71,7 @@ class AttentionOverflowView(WidgetView):
     """Activation scale and head size → largest attention logit and NaN rows in fp32, bf16 and fp16.
 
     ``tokens``: the sequence length (one head, causal). The state of the last move is in ``.results`` (one
-    :class:`~ampkit.lessons.transformers.AttentionOverflow` per format).
+    :class:`~ampkit.lessons.transformers_in_16_bits.activations.AttentionOverflow` per format).
     """
 
     def __init__(self, act_scale: float = 8.0, head_dim: int = 64, scale_at: str = "logits", tokens: int = 64):

@@ -21,14 +21,24 @@ from matplotlib.patches import Patch
 
 from ampkit.i18n import mark, tr
 from ampkit.sinking import Calibration, ModeMeasurement, calibrate
-from ampkit.timeline import GPU_LIKE, KINDS, LANES, MODES, SimParams, Summary, Timeline, gantt_bars, summarise
+from ampkit.timeline import (
+    EVENT_KINDS,
+    GPU_LIKE,
+    LANES,
+    SINK_MODES,
+    SimParams,
+    Summary,
+    Timeline,
+    gantt_bars,
+    summarise,
+)
 from ampkit.widgets.style import DPI, STATUS_COLOURS, WidgetView, freeze_layout, new_figure, png_bytes
 
 __all__ = ["SinkTimeline", "KIND_COLOURS", "KIND_LABELS", "gantt_figure", "measured_figure", "summary_html"]
 
 _US = 1e-6
 
-#: Colours of the simulator's event kinds (:data:`ampkit.timeline.KINDS`) in every sink chart.
+#: Colours of the simulator's event kinds (:data:`ampkit.timeline.EVENT_KINDS`) in every sink chart.
 KIND_COLOURS = {"prep": "#8c6bb1", "copy": "#fdae61", "handoff": "#80cdc1", "launch": "#4575b4",
                 "compute": "#1a9850", "wait": "#bdbdbd", "sync": "#d73027", "callback": "#f46d43"}
 #: Legend labels of the event kinds.
@@ -60,7 +70,7 @@ def summary_html(s: Summary) -> str:
 
 
 def _legend_handles() -> list[Patch]:
-    return [Patch(color=KIND_COLOURS[k], label=KIND_LABELS[k]) for k in KINDS]
+    return [Patch(color=KIND_COLOURS[k], label=KIND_LABELS[k]) for k in EVENT_KINDS]
 
 
 def _setup_lanes(ax) -> None:
@@ -180,7 +190,7 @@ class SinkTimeline(WidgetView):
         self.calibration: Calibration | None = None
         style = {"description_width": "150px"}
         lay = W.Layout(width="480px")
-        self.mode = W.ToggleButtons(options=list(MODES), value=mode, description=tr("mode"), style=style)
+        self.mode = W.ToggleButtons(options=list(SINK_MODES), value=mode, description=tr("mode"), style=style)
         self.sink_size = W.IntSlider(value=params.sink_size, min=1, max=32, description=tr("sink_size (steps)"),
                                      style=style, layout=lay)
         self.prep = W.FloatLogSlider(value=params.prep / _US, base=10, min=0, max=4, step=0.01,

@@ -1,6 +1,6 @@
 """Notebook 07 in a real JupyterLab: move the attention widget's activation-scale slider with the keyboard until fp16
 overflows, switch the scale to q with a click, move the head-size slider; the readout follows each move and says what
-ampkit.lessons.transformers.attention_overflow computes here for that setting. Every figure is screenshotted."""
+ampkit.lessons.attention_overflow computes here for that setting. Every figure is screenshotted."""
 import re
 
 import pytest
@@ -13,7 +13,7 @@ NOTEBOOK = "07_transformers_in_16_bits.ipynb"
 
 def fp16_text(act_scale: float, head_dim: int, where: str) -> str:
     """What the readout must say for fp16, computed the way the widget computes it."""
-    from ampkit.lessons.transformers import attention_overflow
+    from ampkit.lessons.transformers_in_16_bits.activations import attention_overflow
 
     r = attention_overflow(act_scale, head_dim, "fp16", where)
     largest = "inf" if r.overflowed else f"{r.matmul_max:.3g}"

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 VERSION = 1
-KINDS = ("cell", "check")
+REPORT_KINDS = ("cell", "check")
 #: Seconds without a report after which a learner shows as quiet (grey) on the page.
 QUIET_AFTER = 300.0
 #: Distinct values shown one by one before numbers are put in bins.
@@ -59,8 +59,8 @@ def parse_report(report) -> dict:
     if not isinstance(report, dict):
         raise ReportError(f"expected a JSON object, got {type(report).__name__}")
     kind = report.get("kind")
-    if kind not in KINDS:
-        raise ReportError(f"'kind': expected one of {', '.join(KINDS)}, got {kind!r:.40}")
+    if kind not in REPORT_KINDS:
+        raise ReportError(f"'kind': expected one of {', '.join(REPORT_KINDS)}, got {kind!r:.40}")
     unknown = set(report) - _FIELDS[kind]
     if unknown:
         raise ReportError(f"unknown field(s) {sorted(unknown)} for kind {kind!r}; valid: {sorted(_FIELDS[kind])}")

@@ -1,4 +1,4 @@
-"""ampkit.sinking.model: SinkModel trains identically with and without loop sink and data sink, across O-levels
+"""ampkit.sinking.trainer: SinkModel trains identically with and without loop sink and data sink, across O-levels
 and loss scalers; its eager step is ampkit.train.train_step; its graph sink trains like eager."""
 from __future__ import annotations
 

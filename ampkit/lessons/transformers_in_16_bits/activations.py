@@ -5,7 +5,7 @@ and fp16 side by side (:func:`train_side_by_side`, :func:`gradient_errors`), att
 (:func:`attention_overflow`, :func:`softmax_with_inf`, :func:`sdpa_vs_manual`) and where they start to
 (:func:`largest_logit`, :func:`overflow_threshold`), a norm's mean of squares (:func:`norm_rows`) and the loss over a
 vocabulary (:func:`loss_rows`, :func:`underflow_share`, :func:`predicted_zero_share`). Sections 5–6 (bf16 weights,
-a model stored in fp16) are in :mod:`ampkit.lessons.transformer_weights`.
+a model stored in fp16) are in :mod:`ampkit.lessons.transformers_in_16_bits.weights`.
 
 Low-precision arithmetic here is the arithmetic of the dtype itself, as CPU autocast runs it: a matmul of fp16
 tensors gives fp16, and ``softmax`` of fp16 logits stays in fp16 on the CPU (CPU autocast does not list softmax;
@@ -33,14 +33,14 @@ from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import as_scaler
 from ampkit.train import History, make_optimizer, train
 
-__all__ = ["DTYPES", "MODES", "Run", "train_side_by_side", "saved_bytes", "gradient_errors", "AttentionOverflow",
+__all__ = ["DTYPES", "RECIPES", "Run", "train_side_by_side", "saved_bytes", "gradient_errors", "AttentionOverflow",
            "attention_overflow", "largest_logit", "overflow_threshold", "softmax_with_inf", "SdpaCheck",
            "sdpa_vs_manual", "norm_rows", "loss_rows", "underflow_share", "predicted_zero_share"]
 
 #: The three formats of the notebook, by the kit's short name.
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 #: The three training runs of section 1: (level, autocast dtype, with a loss scaler).
-MODES: dict[str, tuple[str, str, bool]] = {"fp32": ("O0", "bf16", False), "bf16": ("O1", "bf16", False),
+RECIPES: dict[str, tuple[str, str, bool]] = {"fp32": ("O0", "bf16", False), "bf16": ("O1", "bf16", False),
                                            "fp16": ("O1", "fp16", True)}
 
 
@@ -71,7 +71,7 @@ def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, s
                        **model_kw) -> dict[str, Run]:
     """Train the same :class:`~ampkit.models.DecoderLM` (same start, same batches) in fp32 (O0), under bf16
     autocast (O1) and under fp16 autocast with ``torch.amp.GradScaler`` (O1), with AdamW, on the CPU; one
-    :class:`Run` per mode of :data:`MODES`. ``model_kw`` go to the model (``n_layers``, ``d_model``, ...).
+    :class:`Run` per mode of :data:`RECIPES`. ``model_kw`` go to the model (``n_layers``, ``d_model``, ...).
 
     >>> runs = train_side_by_side(steps=2, batch_size=2, n_samples=8, n_layers=1, d_model=16, context=16)
     >>> sorted(runs), runs["fp16"].history.steps
@@ -81,7 +81,7 @@ def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, s
     context = model_kw.get("context", 64)
     data = make_data("decoder", seed=seed, n_samples=n_samples, context=context)
     runs: dict[str, Run] = {}
-    for name, (level, dtype, scaled) in MODES.items():
+    for name, (level, dtype, scaled) in RECIPES.items():
         model = build_model("decoder", seed=seed, **model_kw)
         mp = apply_level(model, make_optimizer("adamw", model.parameters(), lr), level, dtype)
         scaler = as_scaler(torch.amp.GradScaler("cpu")) if scaled else None
@@ -98,7 +98,7 @@ def gradient_errors(batch_size: int = 4, seed: int = 0, **model_kw) -> dict[str,
     weights, same batch): ``|g - g_fp32| / |g_fp32|`` over all parameters (fp16 with GradScaler's 2**16, unscaled)."""
     data = make_data("decoder", seed=seed, n_samples=batch_size, context=model_kw.get("context", 64))
     grads = {}
-    for name, (level, dtype, scaled) in MODES.items():
+    for name, (level, dtype, scaled) in RECIPES.items():
         model = build_model("decoder", seed=seed, **model_kw)
         mp = apply_level(model, make_optimizer("adamw", model.parameters(), 1e-3), level, dtype)
         scale = 2.0 ** 16 if scaled else 1.0

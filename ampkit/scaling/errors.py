@@ -1,25 +1,19 @@
-"""The scaling package's shapes: the replayed rules' :class:`ScaleRule` and the scalers' error classes.
-
-Taught in notebook ``03_loss_scaling.ipynb`` ("ampkit's scalers and ``torch.amp.GradScaler`` are interchangeable:
-same calls, same numbers"). :class:`Scaler` itself lives on the ground floor, :mod:`ampkit.protocols` (the levels
-in :mod:`ampkit.precision` use it too); it is re-exported here. :class:`ScaleRule` is the smaller shape of the
-replayed rules (:mod:`ampkit.scaling.rules`).
+"""The scalers' error classes.
 
 The five error classes are what ampkit's scalers raise where ``torch.amp.GradScaler`` raises an exception type
 the kit's rule (wrong type: ``TypeError``, wrong value: ``ValueError``) would not pick: each derives from both,
 so ``except AssertionError`` written for torch's scaler and ``except ValueError`` both catch it.
 
 >>> from ampkit.scaling import DynamicLossScaler
->>> isinstance(DynamicLossScaler(), Scaler), isinstance(object(), Scaler)
-(True, False)
+>>> try:
+...     DynamicLossScaler(growth_factor=0.5)
+... except AssertionError as e:    # what torch's GradScaler raises here
+...     print(type(e).__name__)
+ScalerValueError
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-from ampkit.protocols import Scaler
-
-__all__ = ["Scaler", "ScaleRule", "ScalerUsageError", "ScalerValueError", "ScalerTypeError", "ScalerStateError",
+__all__ = ["ScalerUsageError", "ScalerValueError", "ScalerTypeError", "ScalerStateError",
            "ScaleInputError"]
 
 
@@ -46,20 +40,3 @@ class ScalerStateError(ValueError, KeyError, RuntimeError):
 class ScaleInputError(ValueError, TypeError):
     """``scale()`` of something that is not a tensor or a (nested) list/tuple/iterable of tensors
     (torch: ``ValueError``)."""
-
-
-@runtime_checkable
-class ScaleRule(Protocol):
-    """A loss-scale rule reduced to its arithmetic: the current ``scale``, ``update(overflow)`` after a step, and
-    whether an overflowing step's update is dropped (``drops_overflow``). See :mod:`ampkit.scaling.rules`."""
-
-    drops_overflow: bool
-
-    @property
-    def scale(self) -> float:
-        """The scale the next step uses."""
-        ...
-
-    def update(self, overflow: bool) -> None:
-        """Advance the rule by one step that did (or did not) overflow."""
-        ...

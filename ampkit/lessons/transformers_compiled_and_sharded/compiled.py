@@ -33,7 +33,7 @@ from torch import nn
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.diagnose import RecordingScaler
 from ampkit.i18n import tr
-from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
+from ampkit.lessons.transformers_compiled_and_sharded.task import decoder_batches, small_decoder
 from ampkit.models import lm_loss
 from ampkit.precision import apply_level
 from ampkit.train import train_step

@@ -27,7 +27,7 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ampkit._util import saved_tensor_bytes
 from ampkit.dtypes import short_name
-from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
+from ampkit.lessons.transformers_compiled_and_sharded.task import decoder_batches, small_decoder
 from ampkit.models import DecoderBlock, DecoderLM, lm_loss
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.train import train_step

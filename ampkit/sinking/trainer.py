@@ -36,7 +36,7 @@ from ampkit.sinking.prefetch import check_same_device
 from ampkit.train import train_step
 
 if TYPE_CHECKING:  # typing only
-    from ampkit.scaling.protocol import Scaler
+    from ampkit.protocols import Scaler
 
 __all__ = ["SinkModel"]
 

@@ -1,22 +1,11 @@
-"""Notebook 07's experiments (ampkit.lessons.transformers, ampkit.lessons.transformer_weights) and its widget
+"""Notebook 07's experiments (ampkit.lessons.transformers_in_16_bits: activations, weights) and its widget
 (ampkit.widgets.attention): each reproduced failure and each fix, at the sizes the notebook uses or smaller."""
 import math
 
 import pytest
 import torch
 
-from ampkit.lessons.transformer_weights import (
-    FIXES,
-    MISMATCHES,
-    LoRALinear,
-    dtype_mismatch,
-    finetune_stored,
-    kept_in_bf16,
-    lost_updates,
-    train_in_bf16,
-    unscale_error,
-)
-from ampkit.lessons.transformers import (
+from ampkit.lessons.transformers_in_16_bits.activations import (
     attention_overflow,
     gradient_errors,
     largest_logit,
@@ -29,6 +18,17 @@ from ampkit.lessons.transformers import (
     softmax_with_inf,
     train_side_by_side,
     underflow_share,
+)
+from ampkit.lessons.transformers_in_16_bits.weights import (
+    FIXES,
+    MISMATCHES,
+    LoRALinear,
+    dtype_mismatch,
+    finetune_stored,
+    kept_in_bf16,
+    lost_updates,
+    train_in_bf16,
+    unscale_error,
 )
 
 

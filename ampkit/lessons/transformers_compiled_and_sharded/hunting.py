@@ -34,7 +34,7 @@ from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.diagnose import Diagnosis, NonFiniteEvent, RecordingScaler, classify_run, hunt
 from ampkit.i18n import tr
 from ampkit.lessons.amp_in_practice import DoctorReport, diagnose_model
-from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
+from ampkit.lessons.transformers_compiled_and_sharded.task import decoder_batches, small_decoder
 from ampkit.models import SCALE_AT, DecoderBlock, DecoderLM, lm_loss
 from ampkit.precision import apply_level
 from ampkit.train import train_step

@@ -34,7 +34,7 @@ from torch.overrides import TorchFunctionMode
 from ampkit._util import check_choice, check_int, check_positive_finite, free_port
 from ampkit.dtypes import short_name
 from ampkit.i18n import tr
-from ampkit.lessons.transformer_systems.task import decoder_batches, small_decoder
+from ampkit.lessons.transformers_compiled_and_sharded.task import decoder_batches, small_decoder
 from ampkit.models import DecoderBlock, lm_loss
 from ampkit.train import train_step
 

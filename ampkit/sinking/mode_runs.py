@@ -23,10 +23,10 @@ from ampkit.sinking.cache import compile_cache_dir
 from ampkit.sinking.compile import compile_unavailable_reason
 from ampkit.sinking.loop import LossMonitor, SinkInfo, endless, loop_sink
 from ampkit.sinking.measure import Calibration, ModeMeasurement, RunCosts, median_per_call, predict_vs_measured
-from ampkit.sinking.model import SinkModel
 from ampkit.sinking.prefetch import DevicePrefetcher
+from ampkit.sinking.trainer import SinkModel
 from ampkit.sinking.workload import BatchLoader, ManySmallOps, count_ops
-from ampkit.timeline import MODES, check_mode
+from ampkit.timeline import SINK_MODES, check_mode
 
 __all__ = ["SinkBench", "calibrate", "measure_modes", "warm_compile_cache"]
 
@@ -113,7 +113,7 @@ class SinkBench:
                            graph_model.loss_graph.compile_seconds, graph_model.graph_message,
                            async_device=dev.type == "cuda", handoff=handoff)
 
-    def measure(self, steps: int = 16, sink_size: int = 8, modes: Sequence[str] = MODES, depth: int = 2,
+    def measure(self, steps: int = 16, sink_size: int = 8, modes: Sequence[str] = SINK_MODES, depth: int = 2,
                 rounds: int = 6) -> dict[str, ModeMeasurement]:
         """Time short runs of ``steps`` real training steps in each mode, ``rounds`` times interleaved; each mode's
         result is its median run (the lower median for an even count) with every run's time in ``runs``. One

@@ -1,4 +1,5 @@
-"""Notebook 08's experiments (ampkit.lessons.transformer_systems): compiled vs eager, checkpointing, FSDP2's
+"""Notebook 08's experiments (ampkit.lessons.transformers_compiled_and_sharded):
+compiled vs eager, checkpointing, FSDP2's
 mixed-precision policy on 2 gloo processes, the hunter on the decoder."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from ampkit.lessons.transformer_systems import (
+from ampkit.lessons.transformers_compiled_and_sharded import (
     CountingBackend,
     autocast_rules,
     backward_autocast,
@@ -33,7 +34,7 @@ from ampkit.lessons.transformer_systems import (
     small_decoder,
     with_checkpointing,
 )
-from ampkit.lessons.transformer_systems.compiled import current_backward_autocast
+from ampkit.lessons.transformers_compiled_and_sharded.compiled import current_backward_autocast
 
 
 def test_compiled_step_gives_the_eager_losses_and_counts_graphs():
@@ -266,5 +267,5 @@ def test_each_module_names_notebook_08_and_declares_all(name):
     # tests/test_module_docstrings.py reads ampkit/lessons/*.py only; this package's modules are checked here
     import importlib
 
-    mod = importlib.import_module(f"ampkit.lessons.transformer_systems{name}")
+    mod = importlib.import_module(f"ampkit.lessons.transformers_compiled_and_sharded{name}")
     assert "08_transformers_compiled_and_sharded" in mod.__doc__   # (__all__: tests/test_public_api.py)
