@@ -1,5 +1,5 @@
 """Small chores every ampkit module shares: one walk over nested tensors, one device sync, one validator family,
-one free port for a process group, one count of the bytes autograd saves for backward.
+one count of the bytes autograd saves for backward.
 
 Private to the kit (not taught by a notebook). The validators follow one rule, so the same mistake raises the same
 exception type everywhere::
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -31,7 +30,7 @@ import torch
 from ampkit.i18n import tr
 
 __all__ = ["walk", "iter_tensors", "map_tensors", "first_tensor", "sync", "check_int", "check_number",
-           "check_positive_finite", "check_choice", "free_port", "saved_tensor_bytes"]
+           "check_positive_finite", "check_choice", "saved_tensor_bytes"]
 
 
 def walk(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -123,18 +122,6 @@ def check_choice(name: str, value: Any, choices: Iterable[str], hint: str = "") 
         return value
     raise ValueError(tr("{name} must be one of {choices}; got {value!r}{hint}", name=name,
                         choices=", ".join(map(repr, choices)), value=value, hint=hint))
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago: the operating system picks one (bind to port 0) and the
-    socket is closed again, for a process group's rendezvous (``MASTER_PORT``) started right after.
-
-    >>> 1024 <= free_port() <= 65535
-    True
-    """
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def saved_tensor_bytes(fn: Callable[[], object], leave_out: Iterable[torch.Tensor] = ()) -> int:

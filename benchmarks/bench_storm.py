@@ -1,7 +1,7 @@
 """The login storm: K learners log in to one JupyterHub (hub/jupyterhub_config.py, the room's own defaults) within
 one minute, as a room does at the start of a workshop.
 
-Each learner arrives at a seeded time inside the minute (``ampkit.classroom.storm.schedule``), opens the hub's real
+Each learner arrives at a seeded time inside the minute (``roomtools.storm.schedule``), opens the hub's real
 login page, posts its form (name, room password, the page's ``_xsrf``; cookies kept, redirects followed), waits on
 the spawn-pending page's event stream until the server is ready (a 429 is waited out as its Retry-After says and
 retried, and counted), opens notebook 03 (a kernel through the server's REST API and websocket, with the
@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))  # the hub's drivers, shared with the tests (tests/roomtools/)
 from bench_hub import IMAGE_CLASS, LIMIT_MS, NOTEBOOK, SLIDER, host_info, learner_memory, memory_allows  # noqa: E402
-from roomtools import hub_client, kernel_ws, loadtest  # noqa: E402
+from roomtools import hub_client, kernel_ws, loadtest, storm  # noqa: E402
 
-from ampkit.classroom import hub, storm  # noqa: E402
+from ampkit.classroom import hub  # noqa: E402
 
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "hub_storm.json"
 QUICK_JSON = ROOT / "artifacts" / "hub_storm_quick.json"

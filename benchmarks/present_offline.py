@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,17 +25,13 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ampkit._net import free_port as _free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "present_offline.json"
 SLIDER = ".widget-vbox:has(> .ampkit-scale-readout-box) .widget-slider"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def measure(template: str, browser, timeout: float) -> dict:

@@ -27,9 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))  # the load test's statistics, shared with the tests (tests/roomtools/)
 from render_docs import measured_line, replace_region  # noqa: E402
-from roomtools import loadtest  # noqa: E402
-
-from ampkit.classroom import storm  # noqa: E402
+from roomtools import loadtest, storm  # noqa: E402
 
 JSON = ROOT / "benchmarks" / "results" / "hub_storm.json"
 THROTTLED = ROOT / "benchmarks" / "results" / "hub_storm_throttled.json"   # a storm with a small HUB_SPAWN_LIMIT

@@ -10,7 +10,7 @@ import re
 import shutil
 import time
 
-from ampkit.classroom import storm
+from roomtools import storm  # tests/roomtools/ (bench_storm.py puts tests/ on sys.path)
 
 NOTEBOOK = "03_loss_scaling"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

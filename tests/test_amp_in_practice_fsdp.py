@@ -15,7 +15,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from ampkit._util import free_port
+from ampkit._net import free_port
 
 pytestmark = pytest.mark.slow
 

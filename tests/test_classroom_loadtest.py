@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -61,8 +60,8 @@ def test_cleanup_runs_every_step_last_first_even_on_errors_and_sigterm():
 def test_new_modules_import_neither_jupyterhub_nor_torch():
     code = ("import sys\n"
             "sys.path.insert(0, 'tests')\n"
-            "from ampkit.classroom import hub, storm\n"
-            "from roomtools import hub_client, kernel_ws, loadtest\n"
+            "from ampkit.classroom import hub\n"
+            "from roomtools import hub_client, kernel_ws, loadtest, storm\n"
             "print(sorted(m for m in ('torch', 'jupyterhub', 'psutil', 'ipywidgets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -184,9 +183,3 @@ def test_stop_servers_and_delete_accounts_through_the_api():
     hub_client.delete_accounts(h, ["ann", "bo"])
     with pytest.raises(hub_client.HubError, match=r"could not delete cy \(500: database locked\)"):
         hub_client.delete_accounts(h, ["cy"])
-
-
-def test_free_port_is_free():
-    port = hub_client.free_port()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", port))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ampkit._net import free_port as _free_port
 from ampkit.classroom import present
 from ampkit.classroom.present import (
     DEFAULT_PORT,
@@ -32,12 +33,6 @@ from ampkit.classroom.present import (
 
 ROOT = Path(__file__).resolve().parents[1]
 STEMS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_lists_every_notebook_in_order():

@@ -39,7 +39,7 @@ def test_service_routes_with_jupyterhubs_own_auth_against_a_stand_in_hub():
                 raise web.HTTPError(403)
             self.write({"kind": "user", **model})
 
-    from ampkit.classroom.roomview.hubconfig import free_port
+    from ampkit._net import free_port
 
     hub_port, port = free_port(), free_port()
     hub_loop, hub_up = asyncio.new_event_loop(), threading.Event()

@@ -15,9 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from roomtools import loadtest
-
-from ampkit.classroom import storm
+from roomtools import loadtest, storm
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,17 +27,21 @@ GROUND = {"ampkit._util", "ampkit._version", "ampkit.formats", "ampkit.device", 
           "ampkit.models", "ampkit.data", "ampkit.protocols", "ampkit.i18n"}
 ENGINE = {"ampkit.precision", "ampkit.scaling", "ampkit.sinking", "ampkit.fp8", "ampkit.diagnose", "ampkit.train",
           "ampkit.timeline"}
+#: below every layer: modules that import only the standard library, so that the room's tools may share them
+#: (``free_port``); :func:`test_the_shared_modules_import_only_the_standard_library` keeps them so.
+SHARED = {"ampkit._net"}
 FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools", "ampkit._nbstatic",
          "ampkit._i18ntools"}
 
 #: layer -> the layers its modules may import (besides their own package), and why (docs/architecture.md).
 MAY_IMPORT: dict[str, set[str]] = {
-    "ground": {"ground"},
-    "engine": {"ground", "engine"},
-    "lessons": {"ground", "engine", "lessons"},
-    "widgets": {"ground", "engine", "lessons", "widgets"},
-    "front": {"ground", "engine", "lessons", "widgets", "front", "classroom"},
-    "classroom": {"classroom"},
+    "shared": {"shared"},
+    "ground": {"shared", "ground"},
+    "engine": {"shared", "ground", "engine"},
+    "lessons": {"shared", "ground", "engine", "lessons"},
+    "widgets": {"shared", "ground", "engine", "lessons", "widgets"},
+    "front": {"shared", "ground", "engine", "lessons", "widgets", "front", "classroom"},
+    "classroom": {"shared", "classroom"},
 }
 #: engine seams: (importer package, imported package) pairs that the engine's own directions forbid.
 ENGINE_SEAMS = {
@@ -48,7 +52,7 @@ ENGINE_SEAMS = {
     ("ampkit.precision", "ampkit.train"): "levels know no loop",
 }
 #: third-party imports allowed only in some layers.
-THIRD_PARTY = {"ipywidgets": {"widgets"}, "torch": set(MAY_IMPORT) - {"classroom"},
+THIRD_PARTY = {"ipywidgets": {"widgets"}, "torch": set(MAY_IMPORT) - {"classroom", "shared"},
                "matplotlib": {"widgets", "front"}}
 
 #: private names that one module may read from another, and why.
@@ -78,6 +82,8 @@ def layer_of(name: str) -> str | None:
     top = ".".join(name.split(".")[:2])
     if name in FRONT:
         return "front"
+    if name in SHARED:
+        return "shared"
     for layer, tops in (("ground", GROUND), ("engine", ENGINE), ("front", FRONT)):
         if top in tops:
             return layer
@@ -373,12 +379,22 @@ def classroom_problems(module: str, source: str) -> list[str]:
     nor ``ampkit.classroom``: the room's tools run where only Python is installed (docs/architecture.md)."""
     problems = []
     for line, target, _ in module_level_imports(module, ast.parse(source)):
-        ours = target == "ampkit.classroom" or target.startswith("ampkit.classroom.")
+        ours = target == "ampkit.classroom" or target.startswith("ampkit.classroom.") or target in SHARED
         if not ours and target.split(".")[0] not in sys.stdlib_module_names:
             problems.append(f"{module}:{line}: imports {target} at import time (the room's tools import only the "
-                            "standard library and ampkit.classroom there; import it inside the function that "
+                            "standard library, ampkit.classroom and the shared modules there; import it inside the "
+                            "function that "
                             "needs it)")
     return problems
+
+
+def test_the_shared_modules_import_only_the_standard_library():
+    """What the room's tools may import from the kit (:data:`SHARED`) imports only the standard library, anywhere."""
+    sources = _sources()
+    for name in SHARED:
+        outside = [f"{name}:{line}: imports {target}" for line, target, _ in imports(name, ast.parse(sources[name]))
+                   if target.split(".")[0] not in sys.stdlib_module_names]
+        assert not outside, "\n".join(outside)
 
 
 def test_the_rooms_tools_import_only_the_standard_library():

@@ -33,7 +33,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ampkit._util import check_choice, check_int, check_positive_finite, free_port
+from ampkit._net import free_port
+from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_blobs
 from ampkit.models import MLP
 

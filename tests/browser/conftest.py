@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from ampkit._net import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("AMPKIT_ARTIFACTS", ROOT / "artifacts" / "browser"))
@@ -40,12 +41,6 @@ def find_chromium() -> str | None:
         if candidate and os.path.exists(candidate):
             return candidate
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ampkit._net import free_port
 
 if TYPE_CHECKING:   # never at run time: a Cleanup is anything with ``add(fn, *args)``
     import psutil
@@ -91,12 +92,6 @@ def stop_hub_process(proc: subprocess.Popen, wait: float = 45.0) -> None:
     except ProcessLookupError:
         pass
     proc.wait(10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Hub:

@@ -15,10 +15,10 @@ the tests) ``JUPYTER_PATH`` is not set and nothing changes.
 from __future__ import annotations
 
 import ipaddress
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ampkit._net import free_port
 from ampkit.classroom.report import CA_VAR, URL_VAR
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
 
@@ -41,12 +41,6 @@ def kernel_report_url(s: HubSettings) -> str:
 def kernel_path(s: HubSettings) -> str:
     """The folder put first on the learners' ``JUPYTER_PATH``: its ``kernels/python3`` loads the reporter."""
     return str(Path(s.repo) / "hub" / "room-view")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def add_room_view(c, s: HubSettings) -> int:

@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from ampkit._util import check_choice, check_int, check_positive_finite, free_port
+from ampkit._net import free_port
+from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.dtypes import short_name
 from ampkit.i18n import tr
 from ampkit.lessons.transformers_compiled_and_sharded.task import decoder_batches, small_decoder

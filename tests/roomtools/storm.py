@@ -5,7 +5,7 @@ schedule (``schedule``), the core count a room needs (``recommended_cores``), an
 cookies and requests, as a browser sends them (urllib, a cookie jar, redirects followed). The driver is
 ``benchmarks/bench_storm.py``; it serves the room (``hub/README.md``) and no notebook of its own.
 
-Standard library only: the storm imports it, and with it the lazy ``ampkit`` package, without importing torch.
+Standard library only, like the rest of ``tests/roomtools/`` (test and benchmark code, not shipped to learners).
 
 >>> schedule(3, window_s=60, seed=1) == schedule(3, window_s=60, seed=1)
 True
