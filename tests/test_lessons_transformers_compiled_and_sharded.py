@@ -29,7 +29,7 @@ from ampkit.lessons.transformers_compiled_and_sharded import (
     overflow_gain,
     overflowing_decoder,
     raw_logit_max,
-    saved_bytes,
+    saved_activation_bytes,
     sharded_gradients,
     small_decoder,
     with_checkpointing,
@@ -146,12 +146,12 @@ def test_checkpoint_without_use_reentrant_warns_and_runs_the_reentrant_variant()
         assert "use_reentrant" in v.message
 
 
-def test_saved_bytes_counts_what_autograd_keeps():
+def test_saved_activation_bytes_counts_what_autograd_keeps():
     lin = nn.Linear(4, 4, bias=False)
     x = torch.randn(8, 4)
     # Linear saves its input (8 x 4 fp32 = 128 bytes) for the weight's gradient; the weight is a parameter (left out)
-    assert saved_bytes(lin, lambda: lin(x).sum().backward()) == 8 * 4 * 4
-    assert saved_bytes(lin, lambda: None) == 0
+    assert saved_activation_bytes(lin, lambda: lin(x).sum().backward()) == 8 * 4 * 4
+    assert saved_activation_bytes(lin, lambda: None) == 0
 
 
 def test_with_checkpointing_keeps_the_weights_and_refuses_other_models():

@@ -13,9 +13,9 @@ from ampkit.lessons.transformers_in_16_bits.activations import (
     norm_rows,
     overflow_threshold,
     predicted_zero_share,
-    saved_bytes,
     sdpa_vs_manual,
     softmax_with_inf,
+    step_activation_bytes,
     train_side_by_side,
     underflow_share,
 )
@@ -47,14 +47,14 @@ def test_three_runs_learn_with_the_same_weights_and_less_saved_memory_in_16_bits
     assert all(r.weights.dtype == torch.float32 and r.weights.numel() == n_params for r in runs.values())
 
 
-def test_saved_bytes_counts_each_storage_once():
+def test_step_activation_bytes_counts_each_storage_once():
     from ampkit.models import build_model
     from ampkit.precision import apply_level
 
     m = build_model("decoder", n_layers=1, context=8, d_model=16, n_heads=2)
     mp = apply_level(m, torch.optim.SGD(m.parameters(), lr=0.1), "O0")
     x2, x4 = torch.zeros(2, 8, dtype=torch.long), torch.zeros(4, 8, dtype=torch.long)
-    one, two = saved_bytes(mp, x2, x2), saved_bytes(mp, x4, x4)
+    one, two = step_activation_bytes(mp, x2, x2), step_activation_bytes(mp, x4, x4)
     assert 0 < one < two < 2.5 * one                           # activations grow with the batch, weights do not
 
 

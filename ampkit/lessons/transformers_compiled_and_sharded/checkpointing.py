@@ -4,7 +4,7 @@ Taught in ``08_transformers_compiled_and_sharded.ipynb``. :func:`with_checkpoint
 :class:`~ampkit.models.DecoderBlock` of a copy of a decoder in ``torch.utils.checkpoint.checkpoint(block, x,
 use_reentrant=False)``: the block's forward keeps only its input for backward and runs again during backward.
 :func:`checkpoint_experiment` takes one step of the kit's training step (O1 autocast) with and without it and
-compares the gradients bit for bit; :func:`saved_bytes` counts the bytes autograd saved for backward with
+compares the gradients bit for bit; :func:`saved_activation_bytes` counts the bytes autograd saved for backward with
 ``torch.autograd.graph.saved_tensors_hooks`` (each storage once, parameters left out), not by timing.
 :func:`linear_calls` counts, over every block, how often each ``nn.Linear`` starts its forward and how often it
 returns from it in one step: the non-reentrant checkpoint stops the recomputation as soon as every saved tensor is
@@ -32,7 +32,7 @@ from ampkit.models import DecoderBlock, DecoderLM, lm_loss
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.train import train_step
 
-__all__ = ["Checkpointed", "with_checkpointing", "saved_bytes", "CheckpointResult", "checkpoint_experiment",
+__all__ = ["Checkpointed", "with_checkpointing", "saved_activation_bytes", "CheckpointResult", "checkpoint_experiment",
            "LinearCalls", "linear_calls", "DefaultVariant", "default_variant"]
 
 
@@ -56,7 +56,7 @@ def with_checkpointing(model: DecoderLM) -> DecoderLM:
     return out
 
 
-def saved_bytes(model: nn.Module, fn: Callable[[], object]) -> int:
+def saved_activation_bytes(model: nn.Module, fn: Callable[[], object]) -> int:
     """Run ``fn()`` and return the bytes of the tensors autograd saved for backward meanwhile: each storage counted
     once, ``model``'s parameters (kept anyway) left out (:func:`ampkit._util.saved_tensor_bytes`)."""
     return saved_tensor_bytes(fn, leave_out=model.parameters())
@@ -87,7 +87,7 @@ def _step(model: DecoderLM, qkv: nn.Module, dtype: str, x, y) -> tuple[list[torc
             grads.append(p.grad.detach().clone())
 
     try:
-        n = saved_bytes(model, lambda: train_step(mp, x, y, lm_loss, after_backward=keep_grads))
+        n = saved_activation_bytes(model, lambda: train_step(mp, x, y, lm_loss, after_backward=keep_grads))
     finally:
         handle.remove()
     return grads, n, tuple(seen)

@@ -33,9 +33,9 @@ from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import as_scaler
 from ampkit.train import History, make_optimizer, train
 
-__all__ = ["DTYPES", "RECIPES", "Run", "train_side_by_side", "saved_bytes", "gradient_errors", "AttentionOverflow",
-           "attention_overflow", "largest_logit", "overflow_threshold", "softmax_with_inf", "SdpaCheck",
-           "sdpa_vs_manual", "norm_rows", "loss_rows", "underflow_share", "predicted_zero_share"]
+__all__ = ["DTYPES", "RECIPES", "Run", "train_side_by_side", "step_activation_bytes", "gradient_errors",
+           "AttentionOverflow", "attention_overflow", "largest_logit", "overflow_threshold", "softmax_with_inf",
+           "SdpaCheck", "sdpa_vs_manual", "norm_rows", "loss_rows", "underflow_share", "predicted_zero_share"]
 
 #: The three formats of the notebook, by the kit's short name.
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -61,7 +61,7 @@ class Run:
     weights: torch.Tensor | None = None     # every parameter after the last step, flattened, in fp32
 
 
-def saved_bytes(mp: MixedPrecision, x: torch.Tensor, y: torch.Tensor) -> int:
+def step_activation_bytes(mp: MixedPrecision, x: torch.Tensor, y: torch.Tensor) -> int:
     """Bytes of the tensors the forward pass and the loss save for the backward pass (each storage counted once):
     the activation memory of one step, counted by :func:`ampkit._util.saved_tensor_bytes`, not timed."""
     return saved_tensor_bytes(lambda: lm_loss(mp.forward(x), y))
@@ -85,7 +85,7 @@ def train_side_by_side(steps: int = 30, batch_size: int = 8, lr: float = 3e-3, s
         model = build_model("decoder", seed=seed, **model_kw)
         mp = apply_level(model, make_optimizer("adamw", model.parameters(), lr), level, dtype)
         scaler = as_scaler(torch.amp.GradScaler("cpu")) if scaled else None
-        memory = saved_bytes(mp, data[0][:batch_size], data[1][:batch_size])
+        memory = step_activation_bytes(mp, data[0][:batch_size], data[1][:batch_size])
         hist = train(mp, data, scaler=scaler, steps=steps, batch_size=batch_size, loss_fn=lm_loss, seed=seed)
         params = sum(p.numel() * p.element_size() for p in mp.model.parameters())
         weights = torch.cat([p.detach().float().flatten() for p in mp.model.parameters()])
