@@ -34,7 +34,11 @@ __all__ = ["walk", "iter_tensors", "map_tensors", "first_tensor", "sync", "check
 
 
 def walk(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """Every leaf of a nested tuple/list/dict with its path (``"[0]['x']"``); tensors and anything else are leaves."""
+    """Every leaf of a nested tuple/list/dict with its path (``"[0]['x']"``); tensors and anything else are leaves.
+
+    >>> list(walk({"x": [torch.ones(1), 2]}))
+    [("['x'][0]", tensor([1.])), ("['x'][1]", 2)]
+    """
     if isinstance(obj, (tuple, list)):
         for i, o in enumerate(obj):
             yield from walk(o, f"{path}[{i}]")
@@ -46,17 +50,29 @@ def walk(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def iter_tensors(obj: Any) -> Iterator[torch.Tensor]:
-    """The tensors in a nested tuple/list/dict, in order."""
+    """The tensors in a nested tuple/list/dict, in order.
+
+    >>> list(iter_tensors([torch.zeros(1), "skip me", {"y": torch.ones(1)}]))
+    [tensor([0.]), tensor([1.])]
+    """
     return (leaf for _, leaf in walk(obj) if isinstance(leaf, torch.Tensor))
 
 
 def first_tensor(obj: Any) -> torch.Tensor | None:
-    """The first tensor in a nested tuple/list/dict, or ``None``."""
+    """The first tensor in a nested tuple/list/dict, or ``None``.
+
+    >>> first_tensor(("loss", [torch.ones(2)])), first_tensor({"no": "tensors"})
+    (tensor([1., 1.]), None)
+    """
     return next(iter_tensors(obj), None)
 
 
 def map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """Apply ``fn`` to every tensor in a nested tuple/list/dict, keeping the structure (other leaves unchanged)."""
+    """Apply ``fn`` to every tensor in a nested tuple/list/dict, keeping the structure (other leaves unchanged).
+
+    >>> map_tensors((torch.ones(2), [3, torch.zeros(1)]), lambda t: t + 1)
+    (tensor([2., 2.]), [3, tensor([1.])])
+    """
     if isinstance(obj, torch.Tensor):
         return fn(obj)
     if isinstance(obj, tuple):
@@ -69,7 +85,10 @@ def map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
 
 
 def sync(device: torch.device | str) -> None:
-    """Wait for ``device`` to finish its queued work (a no-op on the CPU, which runs synchronously)."""
+    """Wait for ``device`` to finish its queued work (a no-op on the CPU, which runs synchronously).
+
+    >>> sync("cpu")            # the CPU has no queue: returns at once
+    """
     dev = torch.device(device)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -78,7 +97,15 @@ def sync(device: torch.device | str) -> None:
 
 
 def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | None = None) -> int:
-    """``value`` as an ``int`` (numpy integers accepted; bools refused); TypeError / ValueError naming the range."""
+    """``value`` as an ``int`` (numpy integers accepted; bools refused); TypeError / ValueError naming the range.
+
+    >>> check_int("steps", 3), check_int("steps", 0, minimum=0)
+    (3, 0)
+    >>> check_int("steps", 2.0)
+    Traceback (most recent call last):
+    ...
+    TypeError: steps must be an int >= 1; got float 2.0
+    """
     lo = "" if minimum is None else f" >= {minimum}"
     hi = "" if maximum is None else f" <= {maximum}"
     want = tr("an int{lo}{and_}{hi}", lo=lo, and_=tr(" and") if lo and hi else "", hi=hi)
@@ -92,7 +119,15 @@ def check_int(name: str, value: Any, minimum: int | None = 1, maximum: int | Non
 
 
 def check_number(name: str, value: Any, example: str = "1.0") -> float:
-    """``value`` as a finite ``float`` (ints accepted; bools refused)."""
+    """``value`` as a finite ``float`` (ints accepted; bools refused).
+
+    >>> check_number("lr", 1)
+    1.0
+    >>> check_number("lr", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be a finite number (e.g. 1.0); got nan
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(tr("{name} must be a finite number (e.g. {example}); got {type} {value!r}", name=name,
                            example=example, type=type(value).__name__, value=value))
@@ -104,7 +139,15 @@ def check_number(name: str, value: Any, example: str = "1.0") -> float:
 
 
 def check_positive_finite(name: str, value: Any, example: str = "2.0**16") -> float:
-    """``value`` as a positive finite ``float``."""
+    """``value`` as a positive finite ``float``.
+
+    >>> check_positive_finite("init_scale", 2**16)
+    65536.0
+    >>> check_positive_finite("init_scale", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: init_scale must be a positive finite number (e.g. 2.0**16); got 0.0
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(tr("{name} must be a positive finite number (e.g. {example}); got {type} {value!r}",
                            name=name, example=example, type=type(value).__name__, value=value))
@@ -116,7 +159,15 @@ def check_positive_finite(name: str, value: Any, example: str = "2.0**16") -> fl
 
 
 def check_choice(name: str, value: Any, choices: Iterable[str], hint: str = "") -> str:
-    """``value`` if it is one of ``choices`` (strings); else ValueError naming them."""
+    """``value`` if it is one of ``choices`` (strings); else ValueError naming them.
+
+    >>> check_choice("dtype", "bf16", ("fp16", "bf16"))
+    'bf16'
+    >>> check_choice("dtype", "fp8", ("fp16", "bf16"))
+    Traceback (most recent call last):
+    ...
+    ValueError: dtype must be one of 'fp16', 'bf16'; got 'fp8'
+    """
     choices = tuple(choices)
     if isinstance(value, str) and value in choices:
         return value
