@@ -147,6 +147,9 @@ class DeviceReport:
         """The low dtype to prefer for speed here, or ``None`` when none has native support.
 
         Rule: among the natively supported dtypes, bf16 before fp16 (bf16 needs no loss scaler).
+
+        >>> fast_dtype("cpu") in (torch.bfloat16, torch.float16, None)   # decided from the hardware, never a timing
+        True
         """
         fast = self.fast_dtypes
         return fast[0] if fast else None
@@ -272,6 +275,10 @@ def device_report(device: str | torch.device | None = None, probe_size: int | No
 
     The probe is an ``n x n`` matmul per dtype (n=256 on CPU, where fp16 can be ~100x slower than fp32,
     1024 on accelerators); it takes well under a second.
+
+    >>> r = device_report("cpu", probe_size=16)      # cached: a second call with the same arguments costs nothing
+    >>> r.device, set(r.fast_dtypes) <= set(r.autocast_dtypes), r is device_report("cpu", probe_size=16)
+    (device(type='cpu'), True, True)
     """
     dev = pick_device(device)
     n = probe_size or (256 if dev.type == "cpu" else 1024)
@@ -279,13 +286,21 @@ def device_report(device: str | torch.device | None = None, probe_size: int | No
 
 
 def autocast_dtypes(device: str | torch.device | None = None) -> tuple[torch.dtype, ...]:
-    """The low-precision dtypes ``torch.autocast`` accepts on ``device`` (found by running it)."""
+    """The low-precision dtypes ``torch.autocast`` accepts on ``device`` (found by running it).
+
+    >>> torch.bfloat16 in autocast_dtypes("cpu")     # every CPU build autocasts to bf16 (fast or not)
+    True
+    """
     dev = pick_device(device)
     return tuple(dt for dt in _LOW_DTYPES if _autocast_works(dev, dt))
 
 
 def fast_dtype(device: str | torch.device | None = None) -> torch.dtype | None:
-    """The natively supported autocast dtype to prefer on ``device`` (bf16 first); ``None`` when none is native."""
+    """The natively supported autocast dtype to prefer on ``device`` (bf16 first); ``None`` when none is native.
+
+    >>> fast_dtype("cpu") in (torch.bfloat16, torch.float16, None)   # decided from the hardware, never a timing
+    True
+    """
     return device_report(device).fast_dtype
 
 

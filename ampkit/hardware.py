@@ -87,7 +87,12 @@ def cuda_native_dtypes(capability: tuple[int, int]) -> tuple[dict[torch.dtype, s
 
 
 def cpu_capabilities() -> dict:
-    """This CPU's instruction-set flags: ``torch.cpu.get_capabilities()``, else the ``flags`` of /proc/cpuinfo."""
+    """This CPU's instruction-set flags: ``torch.cpu.get_capabilities()``, else the ``flags`` of /proc/cpuinfo.
+
+    >>> caps = cpu_capabilities()                    # e.g. {'avx2': True, 'avx512_bf16': False, ...}: host-dependent
+    >>> isinstance(caps, dict) and all(isinstance(flag, str) for flag in caps)
+    True
+    """
     get = getattr(torch.cpu, "get_capabilities", None)
     if get is not None:
         try:
@@ -123,7 +128,12 @@ def _macos_has_bf16() -> bool:
 
 
 def native_dtypes(dev: torch.device) -> tuple[dict[torch.dtype, str], str]:
-    """Low dtype -> the hardware feature that makes it native on ``dev``, and (CUDA only) its tensor-core line."""
+    """Low dtype -> the hardware feature that makes it native on ``dev``, and (CUDA only) its tensor-core line.
+
+    >>> native, cores = native_dtypes(torch.device("cpu"))
+    >>> set(native) <= {torch.bfloat16, torch.float16}, cores        # a CPU has no tensor-core line
+    (True, '')
+    """
     if dev.type == "cuda":
         return cuda_native_dtypes(torch.cuda.get_device_capability(dev))
     if dev.type == "mps":
@@ -132,7 +142,11 @@ def native_dtypes(dev: torch.device) -> tuple[dict[torch.dtype, str], str]:
 
 
 def device_name(dev: torch.device) -> str:
-    """The device's marketing name: the GPU's, Apple's, or the CPU's ``model name``."""
+    """The device's marketing name: the GPU's, Apple's, or the CPU's ``model name``.
+
+    >>> device_name(torch.device("mps"))
+    'Apple GPU (MPS)'
+    """
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
     if dev.type == "mps":
