@@ -25,7 +25,12 @@ def all_finite(tensors: list[torch.Tensor]) -> torch.Tensor | bool:
     """One fused check: every tensor's 2-norm in fp32 (``torch._foreach_norm``, one call per device), then
     ``isfinite().all()``; returns a tensor (no device sync). An inf or NaN anywhere makes its norm inf or NaN; a
     finite tensor whose norm passes fp32's range (values near 1e19 and above) is a false alarm, which
-    :func:`exactly_finite` then clears."""
+    :func:`exactly_finite` then clears.
+
+    >>> big = torch.full((4,), 1e19)      # finite, but its 2-norm (2e19) squares past fp32's range on the way
+    >>> bool(all_finite([big])), exactly_finite([big])
+    (False, True)
+    """
     tensors = [t for t in tensors if t.is_floating_point() and t.numel()]
     if not tensors:
         return True
@@ -42,7 +47,11 @@ def all_finite(tensors: list[torch.Tensor]) -> torch.Tensor | bool:
 
 
 def exactly_finite(tensors: list[torch.Tensor]) -> bool:
-    """Element by element (only on a step the fused check flagged)."""
+    """Element by element (only on a step the fused check flagged).
+
+    >>> exactly_finite([torch.ones(2), torch.tensor([1.0, float("inf")])]), exactly_finite([torch.tensor([1, 2])])
+    (False, True)
+    """
     return all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point() and t.numel())
 
 
@@ -74,7 +83,14 @@ def _frozen(v: Any) -> bool:
 
 def save_object(obj: Any, depth: int = 0) -> dict:
     """The state of a small Python object (a loss scaler): tensors cloned, lists by length (they only grow during
-    a step, e.g. a history), dicts and sets copied, nested plain objects (a wrapped scaler, a history) recursively."""
+    a step, e.g. a history), dicts and sets copied, nested plain objects (a wrapped scaler, a history) recursively.
+
+    >>> from types import SimpleNamespace
+    >>> scaler = SimpleNamespace(scale=torch.tensor(8.0), history=[1], opts={})
+    >>> saved = save_object(scaler)
+    >>> {name: kind for name, (kind, _, _) in saved.items()}       # how each attribute will be put back
+    {'scale': 'tensor', 'history': 'list', 'opts': 'copy'}
+    """
     saved: dict[str, tuple[str, Any, Any]] = {}   # name: (kind, the value, what restores it: by kind)
     for k, v in vars(obj).items():
         if isinstance(v, torch.Tensor):
@@ -92,6 +108,17 @@ def save_object(obj: Any, depth: int = 0) -> dict:
 
 
 def restore_object(obj: Any, saved: dict) -> None:
+    """Put ``obj`` back to what :func:`save_object` saved: tensors copied back in place, lists cut to their saved
+    length, dicts and sets refilled, attributes added since removed.
+
+    >>> from types import SimpleNamespace
+    >>> scaler = SimpleNamespace(scale=torch.tensor(8.0), history=[1])
+    >>> saved = save_object(scaler)
+    >>> _ = scaler.scale.mul_(0.5); scaler.history.append(2); scaler.extra = "added"     # one step's changes
+    >>> restore_object(scaler, saved)
+    >>> scaler.scale, scaler.history, hasattr(scaler, "extra")
+    (tensor(8.), [1], False)
+    """
     for k in [k for k in vars(obj) if k not in saved]:
         delattr(obj, k)
     for k, (kind, v, extra) in saved.items():
@@ -110,7 +137,15 @@ def restore_object(obj: Any, saved: dict) -> None:
 
 def per_optimizer_states(scaler: Any) -> dict | None:
     """The scaler's per-optimizer record of this step's found_inf (torch: ``_per_optimizer_states``, ampkit:
-    ``_per_opt``; a wrapper such as RecordingScaler: its ``.scaler``'s). ``update()`` replaces it by a new dict."""
+    ``_per_opt``; a wrapper such as RecordingScaler: its ``.scaler``'s). ``update()`` replaces it by a new dict.
+
+    >>> from types import SimpleNamespace
+    >>> torch_scaler = torch.amp.GradScaler("cpu")
+    >>> per_optimizer_states(torch_scaler) == {}, per_optimizer_states(object()) is None
+    (True, True)
+    >>> per_optimizer_states(SimpleNamespace(scaler=torch_scaler)) is per_optimizer_states(torch_scaler)  # a wrapper
+    True
+    """
     for _ in range(3):
         for name in ("_per_optimizer_states", "_per_opt"):
             d = getattr(scaler, name, None)
@@ -123,6 +158,12 @@ def per_optimizer_states(scaler: Any) -> dict | None:
 
 
 def found_inf_tensors(states: dict) -> list[torch.Tensor]:
+    """Every ``found_inf`` tensor in a scaler's per-optimizer record (:func:`per_optimizer_states`): torch's
+    ``found_inf_per_device`` dicts or ampkit's ``found_inf`` attributes.
+
+    >>> found_inf_tensors({0: {"found_inf_per_device": {"cpu": torch.tensor(1.0)}}, 1: {}})
+    [tensor(1.)]
+    """
     out: list[torch.Tensor] = []
     for st in states.values():
         found = st.get("found_inf_per_device", {}) if isinstance(st, dict) else getattr(st, "found_inf", {})
