@@ -45,7 +45,15 @@ def format_limits(dtype: str | torch.dtype) -> tuple[str, float, float]:
 
 
 def check_model(model) -> nn.Module:
-    """``model`` if it is an ``nn.Module`` with at least one parameter; else a clear error."""
+    """``model`` if it is an ``nn.Module`` with at least one parameter; else a clear error.
+
+    >>> check_model(nn.Linear(2, 2))
+    Linear(in_features=2, out_features=2, bias=True)
+    >>> check_model(nn.ReLU())
+    Traceback (most recent call last):
+    ...
+    ValueError: ReLU has no parameters: there is nothing to train or diagnose (build the model before passing ...
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"expected a torch.nn.Module; got {type(model).__name__}")
     if not any(True for _ in model.parameters()):
@@ -55,7 +63,15 @@ def check_model(model) -> nn.Module:
 
 
 def check_scalar_loss(loss) -> torch.Tensor:
-    """``loss`` if it is a 0-d floating tensor; else a clear error (backward needs a scalar: reduce it first)."""
+    """``loss`` if it is a 0-d floating tensor; else a clear error (backward needs a scalar: reduce it first).
+
+    >>> check_scalar_loss(torch.tensor(0.5))
+    tensor(0.5000)
+    >>> check_scalar_loss(torch.ones(4))
+    Traceback (most recent call last):
+    ...
+    ValueError: the loss must be a scalar (0-d) tensor; got shape (4,) — reduce it with .mean() or .sum(), or ...
+    """
     if not isinstance(loss, torch.Tensor):
         raise TypeError(f"the loss must be a torch.Tensor; got {type(loss).__name__}")
     if loss.dim() != 0:
@@ -115,6 +131,12 @@ def measure_headroom(model: nn.Module, batches: Iterable, loss_fn: Callable, dty
 
     ``steps`` must be an int >= 1 and ``batches`` must give at least one ``(x, y)`` pair: otherwise there is
     nothing to measure, and a ``ValueError`` says so (never an empty list).
+
+    >>> lin = nn.Linear(2, 2); _ = lin.weight.data.fill_(1e3); _ = lin.bias.data.zero_()
+    >>> batch = (torch.full((1, 2), 100.0), torch.zeros(1, dtype=torch.long))      # outputs of 2e5: above fp16's max
+    >>> [round(measure_headroom(lin, [batch], nn.functional.cross_entropy, d)[0].overflow_bits, 1)
+    ...  for d in ("fp16", "bf16")]                  # log2(max / 2e5): negative = overflows in that format
+    [-1.6, 110.4]
     """
     check_model(model)
     name_fmt, fmax, tiny = format_limits(dtype)
