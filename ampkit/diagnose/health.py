@@ -172,6 +172,11 @@ def classify_run(history: ScalerHistory, persistent_steps: int = 5, small_thresh
     ``persistent_steps`` (an int >= 1): how many skipped steps in a row at the end make a run ``persistent``
     (a run that skipped every step is persistent however short). ``small_threshold`` (a fraction in [0, 1]): the
     median share of gradient values below fp16's smallest normal above which the scale is too low.
+
+    >>> one_skip = ScalerHistory(scales=[2.0**16] * 10, skipped=[False] * 4 + [True] + [False] * 5)
+    >>> d = classify_run(one_skip)                   # the scale had not just grown: an outlier batch
+    >>> d.kind, d.evidence
+    ('transient', '1 isolated skipped step(s) (at [4]) not caused by a scale increase; the run recovers between them')
     """
     if not isinstance(history, ScalerHistory):
         raise TypeError(f"classify_run takes a ScalerHistory (RecordingScaler(...).history); "

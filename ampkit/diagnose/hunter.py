@@ -198,7 +198,16 @@ class NonFiniteHunter:
 
 def hunt(model: nn.Module, step: Callable[[], object]) -> NonFiniteEvent | None:
     """Run ``step()`` (a forward + backward, or a whole training step) under a :class:`NonFiniteHunter` of
-    ``model``; return the first non-finite event or ``None``."""
+    ``model``; return the first non-finite event or ``None``.
+
+    >>> lin = nn.Linear(2, 1); _ = lin.weight.data.fill_(1.0); _ = lin.bias.data.fill_(-2.0)    # outputs exactly 0
+    >>> event = hunt(lin, lambda: lin(torch.ones(1, 2)).sqrt().sum().backward())   # sqrt's gradient at 0: 1/0
+    >>> event.phase, event.op, event.node, event.kind
+    ('backward', 'aten.div', 'SqrtBackward0', 'inf')
+    >>> fine = nn.Linear(2, 1)
+    >>> hunt(fine, lambda: fine(torch.ones(1, 2)).sum().backward()) is None          # all finite: nothing to report
+    True
+    """
     if not callable(step):
         raise TypeError(f"hunt(model, step): step must be a callable running one step; got {type(step).__name__}")
     with NonFiniteHunter(model) as h:
