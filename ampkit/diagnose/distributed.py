@@ -133,6 +133,11 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
     with torch already imported) or ``"spawn"`` (fresh interpreters, ``python`` or this one, each importing torch:
     seconds; the default where torch sees a GPU: after a backward pass, autograd runs a thread per GPU, and a
     forked child fails in its own backward pass, as found on the first GPU run).
+
+    >>> run_data_parallel(world_size=1)            # checked before any process starts (a real run takes ~1.5 s)
+    Traceback (most recent call last):
+    ...
+    ValueError: world_size must be an int >= 2 and <= 8; got 1
     """
     can_fork = "fork" in multiprocessing.get_all_start_methods() and python is None
     start = check_choice("start", start or ("fork" if can_fork and not torch.cuda.is_available() else "spawn"),
