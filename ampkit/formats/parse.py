@@ -25,6 +25,11 @@ def real_value(value: object) -> float:
     """``value`` as a float64: a real number (numpy and ``fractions`` too) or a one-element real tensor.
 
     Non-finite values are kept; an int beyond float64 becomes ``±inf``. Anything else is a ``TypeError``.
+
+    >>> real_value(torch.tensor(0.1, dtype=torch.float16))     # the fp16 value exactly, not 0.1
+    0.0999755859375
+    >>> real_value(10**400), real_value(float("nan"))
+    (inf, nan)
     """
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:

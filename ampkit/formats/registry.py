@@ -73,7 +73,11 @@ def resolve_format(fmt: str | torch.dtype) -> torch.dtype:
 
 
 def format_name(fmt: str | torch.dtype) -> str:
-    """Canonical name of a format: ``format_name(torch.half) == "float16"``."""
+    """Canonical name of a format: ``format_name(torch.half) == "float16"``.
+
+    >>> format_name(torch.half), format_name("bf16"), format_name(torch.float8_e4m3fn)
+    ('float16', 'bfloat16', 'float8_e4m3fn')
+    """
     dtype = resolve_format(fmt)
     return next(name for name, dt in FORMATS.items() if dt == dtype)
 

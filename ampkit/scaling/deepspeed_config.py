@@ -69,7 +69,17 @@ def _text(value: Any) -> str | None:
 def deepspeed_int(name: str, value: Any, default: int, strict: bool = False) -> int:
     """``value`` as DeepSpeed's fp16 config turns it into an int (see the module docstring); ``strict``: the field
     also passes v0.19.5's ``_reject_non_integer_scale_params`` (``loss_scale_window``, ``min_loss_scale``).
-    A value DeepSpeed refuses raises TypeError (not a number or a string; a bool where refused) or ValueError."""
+    A value DeepSpeed refuses raises TypeError (not a number or a string; a bool where refused) or ValueError.
+
+    >>> deepspeed_int("hysteresis", "2", 2), deepspeed_int("hysteresis", 16.0, 2), deepspeed_int("hysteresis", True, 2)
+    (2, 16, 1)
+    >>> deepspeed_int("hysteresis", "auto", 2), deepspeed_int("loss_scale_window", "1_000", 1000)
+    (2, 1000)
+    >>> deepspeed_int("hysteresis", 2.5, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: hysteresis must be an int (DeepSpeed's fp16 config: ...); got 2.5, which has a fractional part
+    """
     if isinstance(value, str) and value == "auto":
         return default
     want = _valid(name, strict)

@@ -45,6 +45,13 @@ def legacy_amp_spellings() -> list[LegacyCall]:
     """Construct each legacy ``torch.{cuda,cpu}.amp`` object (without entering it) and record its warnings.
 
     Warning filters are restored afterwards; nothing global changes.
+
+    >>> for call in legacy_amp_spellings():
+    ...     print(f"{call.spelling:28} {call.category}: use {call.replacement}")
+    torch.cuda.amp.autocast()    FutureWarning: use torch.amp.autocast('cuda')  (or torch.autocast('cuda'))
+    torch.cuda.amp.GradScaler()  FutureWarning: use torch.amp.GradScaler('cuda')
+    torch.cpu.amp.autocast()     FutureWarning: use torch.amp.autocast('cpu')  (or torch.autocast('cpu'))
+    torch.cpu.amp.GradScaler()   FutureWarning: use torch.amp.GradScaler('cpu')
     """
     out = []
     for spelling, replacement, make in _LEGACY:

@@ -84,6 +84,10 @@ def kit_compile_cache() -> Iterator[Path]:
     (removed again if it was unset). Compiles started inside the block read and write that folder.
 
     Nested use is free: an inner block finds the variable already set and changes nothing.
+
+    >>> with kit_compile_cache() as outer, kit_compile_cache() as inner:     # nested: the inner block changes nothing
+    ...     inner == outer == compile_cache_dir()
+    True
     """
     folder = compile_cache_dir()
     before = os.environ.get(ENV_VAR)
