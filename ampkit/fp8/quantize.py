@@ -71,7 +71,11 @@ def fp8_name(fmt: str | torch.dtype) -> str:
 
 
 def fp8_dtype(fmt: str | torch.dtype) -> torch.dtype:
-    """The torch dtype of an fp8 format name."""
+    """The torch dtype of an fp8 format name.
+
+    >>> fp8_dtype("e4m3"), fp8_dtype("float8_e5m2")
+    (torch.float8_e4m3fn, torch.float8_e5m2)
+    """
     return FP8_FORMATS[fp8_name(fmt)]
 
 
@@ -85,7 +89,11 @@ def fp8_max(fmt: str | torch.dtype) -> float:
 
 
 def fp8_min_subnormal(fmt: str | torch.dtype) -> float:
-    """Smallest positive (subnormal) value: 2**-9 (e4m3), 2**-16 (e5m2), read from torch's own bit pattern 0x01."""
+    """Smallest positive (subnormal) value: 2**-9 (e4m3), 2**-16 (e5m2), read from torch's own bit pattern 0x01.
+
+    >>> fp8_min_subnormal("e4m3") == 2**-9, fp8_min_subnormal("e5m2") == 2**-16     # e5m2 reaches 128x smaller
+    (True, True)
+    """
     return float(torch.tensor([1], dtype=torch.uint8).view(fp8_dtype(fmt)).float())
 
 
@@ -145,7 +153,11 @@ def compute_scale(amax: float | torch.Tensor, fmt: str | torch.dtype = "e4m3", m
     when the quotient overflows. Never NaN, never 0.
 
     ``amax`` is first rounded to fp32, as TE stores it: an amax above fp32's range is inf (previous scale kept), one
-    below half its smallest subnormal is 0 (previous scale kept)."""
+    below half its smallest subnormal is 0 (previous scale kept).
+
+    >>> compute_scale(448.0, "e4m3"), compute_scale(2.0, "e4m3"), compute_scale(float("inf"), "e4m3", previous=8.0)
+    (1.0, 224.0, 8.0)
+    """
     margin = check_margin(margin)
     previous = check_scale(previous, "previous (the scale to keep)")
     amax = to_fp32(one_number(amax, "amax must be one number"))
@@ -161,7 +173,12 @@ def amax_of(x: torch.Tensor) -> float:
     ``x`` holds ±inf, NaN elements skipped, 0.0 for an empty or all-NaN tensor.
 
     So a tensor with an inf gets amax inf: delayed scaling then keeps its previous scale, current scaling falls back
-    to scale 1.0 (:func:`compute_scale`). A NaN alone does not change the amax."""
+    to scale 1.0 (:func:`compute_scale`). A NaN alone does not change the amax.
+
+    >>> nan = float("nan")
+    >>> amax_of(torch.tensor([0.5, nan, -2.0])), amax_of(torch.tensor([])), amax_of(torch.tensor([nan]))
+    (2.0, 0.0, 0.0)
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     if x.numel() == 0:
@@ -196,7 +213,13 @@ def scale_inv(scale: float) -> float:
 
 def quantize(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3", saturate: bool = True) -> torch.Tensor:
     """``(x * scale)`` cast to the fp8 dtype (fp32 product, torch's round-to-nearest-even cast; ``scale`` is
-    rounded to fp32 first)."""
+    rounded to fp32 first).
+
+    >>> quantize(torch.tensor([0.0009, 1.0, 300.0, 1e6]), 1.0, "e4m3")      # flushed, exact, rounded, saturated
+    tensor([  0.,   1., 288., 448.], dtype=torch.float8_e4m3fn)
+    >>> quantize(torch.tensor([1e6]), 1.0, "e5m2"), quantize(torch.tensor([1e6]), 1.0, "e5m2", saturate=False)
+    (tensor([57344.], dtype=torch.float8_e5m2), tensor([inf], dtype=torch.float8_e5m2))
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     dt, scale = fp8_dtype(fmt), check_scale(scale)
@@ -212,7 +235,12 @@ def fp8_to_float(q: torch.Tensor) -> torch.Tensor:
 
     e5m2 is the top byte of an fp16. e4m3fn's exponent and mantissa bits, moved to fp16's, give the value times
     2**-8 (bias 15 vs 7; subnormals land on fp16 subnormals the same way); 0x7f / 0xff are NaN.
-    Checked against ``q.float()`` on all 256 patterns of both formats (tests/test_fp8_quantize.py)."""
+    Checked against ``q.float()`` on all 256 patterns of both formats (tests/test_fp8_quantize.py).
+
+    >>> q = quantize(torch.tensor([0.3, -2.5, 448.0]), 1.0, "e4m3")
+    >>> fp8_to_float(q).tolist(), torch.equal(fp8_to_float(q), q.float())
+    ([0.3125, -2.5, 448.0], True)
+    """
     b = q.view(torch.uint8).to(torch.int16)
     if q.dtype == torch.float8_e5m2:
         return (b << 8).view(torch.float16).float()
@@ -224,7 +252,12 @@ def fp8_to_float(q: torch.Tensor) -> torch.Tensor:
 def dequantize(q: torch.Tensor, scale: float) -> torch.Tensor:
     """``q`` (an fp8 tensor) back to fp32, times ``scale_inv = fp32(1 / scale)`` (see :func:`scale_inv`), as
     Transformer Engine dequantizes. For a power-of-two scale this is exactly ``q / scale``; otherwise some elements
-    differ from ``q / scale`` by one fp32 ulp."""
+    differ from ``q / scale`` by one fp32 ulp.
+
+    >>> q = quantize(torch.tensor([0.1]), 3.0)                 # 0.3 stored as e4m3 0.3125
+    >>> dequantize(q, 3.0).item(), (q.float() / 3.0).item()    # times fp32(1/3), not / 3: one ulp apart here
+    (0.1041666716337204, 0.1041666641831398)
+    """
     if not isinstance(q, torch.Tensor) or q.dtype not in FP8_FORMATS.values():
         got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
         raise TypeError(f"q must be a float8_e4m3fn or float8_e5m2 tensor (from quantize); got {got}")
@@ -232,7 +265,13 @@ def dequantize(q: torch.Tensor, scale: float) -> torch.Tensor:
 
 
 def fake_quantize(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3") -> torch.Tensor:
-    """``dequantize(quantize(x))``: what fp8 storage leaves of ``x``, in fp32."""
+    """``dequantize(quantize(x))``: what fp8 storage leaves of ``x``, in fp32.
+
+    >>> fake_quantize(torch.tensor([0.1, 0.2, 500.0]), 1.0)    # e4m3 keeps 3 mantissa bits and saturates at 448
+    tensor([1.0156e-01, 2.0312e-01, 4.4800e+02])
+    >>> fake_quantize(torch.tensor([0.1, 0.2, 500.0]), 0.5)    # a smaller scale makes room for 500
+    tensor([1.0156e-01, 2.0312e-01, 5.1200e+02])
+    """
     return dequantize(quantize(x, scale, fmt), scale)
 
 
@@ -258,7 +297,12 @@ class QuantReport:
 
 
 def quant_report(x: torch.Tensor, scale: float, fmt: str | torch.dtype = "e4m3", saturate: bool = True) -> QuantReport:
-    """Quantize ``x`` at ``scale`` and count what happened (see :class:`QuantReport`)."""
+    """Quantize ``x`` at ``scale`` and count what happened (see :class:`QuantReport`).
+
+    >>> r = quant_report(torch.tensor([1e-4, 1.0, 1000.0, float("inf")]), 1.0, "e4m3")
+    >>> r.flushed, r.kept, r.saturated, r.nonfinite                    # fractions of the elements
+    (0.25, 0.25, 0.25, 0.25)
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a tensor; got {type(x).__name__}")
     name = fp8_name(fmt)
@@ -283,5 +327,12 @@ def current_scale(x: torch.Tensor, fmt: str | torch.dtype = "e4m3", margin: int 
 
     As Transformer Engine's ``Float8CurrentScaling`` (``compute_scale_from_amax``, ``amax_epsilon=0``, no power-of-two
     rounding): a tensor whose amax is 0 or inf (all zeros, or any ±inf element) gets scale 1.0; NaN elements are
-    skipped by the amax. TE's current scaling has no margin; ``margin`` here defaults to 0 (the same rule)."""
+    skipped by the amax. TE's current scaling has no margin; ``margin`` here defaults to 0 (the same rule).
+
+    >>> x = torch.tensor([0.5, -2.0])
+    >>> current_scale(x), current_scale(x, "e5m2")       # 448 / 2 and 57344 / 2
+    (224.0, 28672.0)
+    >>> current_scale(torch.tensor([1.0, float("inf")]))       # an inf tells nothing about the rest: scale 1.0
+    1.0
+    """
     return compute_scale(amax_of(x), fmt, margin, previous=1.0)
