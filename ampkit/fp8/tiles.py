@@ -41,7 +41,15 @@ _FP32_MAX = torch.finfo(torch.float32).max
 
 
 def check_tile(x: torch.Tensor, tile) -> tuple[int, int]:
-    """``tile`` as ``(rows, cols)`` positive ints dividing ``x``'s last two dimensions (``x`` is at least 2-D)."""
+    """``tile`` as ``(rows, cols)`` positive ints dividing ``x``'s last two dimensions (``x`` is at least 2-D).
+
+    >>> check_tile(torch.zeros(4, 256), TILE_1X128)
+    (1, 128)
+    >>> check_tile(torch.zeros(4, 100), TILE_1X128)
+    Traceback (most recent call last):
+    ...
+    ValueError: tile 1×128 does not divide the tensor's last two dimensions 4×100; no padding is done — ...
+    """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 2:
         raise TypeError("x must be a floating-point tensor with at least two dimensions (rows × values)")
     if (not isinstance(tile, (tuple, list)) or len(tile) != 2
@@ -96,7 +104,12 @@ def _check_finite(x: torch.Tensor) -> torch.Tensor:
 
 
 def tile_scales(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_two: bool = True) -> torch.Tensor:
-    """The fp32 scale of every tile: shape ``(..., rows / tile_rows, cols / tile_cols)``."""
+    """The fp32 scale of every tile: shape ``(..., rows / tile_rows, cols / tile_cols)``.
+
+    >>> x = torch.tensor([[0.01, 0.02, 100.0, 300.0]])
+    >>> tile_scales(x, (1, 2)).tolist()                          # 448 / 0.02 and 448 / 300, rounded down to 2**k
+    [[16384.0, 1.0]]
+    """
     tr, tc = check_tile(x, tile)
     amax = to_tiles(_check_finite(x), tr, tc).abs().amax(dim=(-2, -1))
     return scales_from_amax(amax, fmt, power_of_two)
@@ -109,6 +122,10 @@ def _expand(scales: torch.Tensor) -> torch.Tensor:
 def tile_quantize(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_two: bool = True
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(q, scales)``: ``q`` = ``x * scale`` of its tile, saturated to ±fp8_max, cast to fp8 (round to nearest even).
+
+    >>> q, scales = tile_quantize(torch.tensor([[0.01, 0.02, 100.0, 300.0]]), (1, 2))
+    >>> q.float().tolist(), scales.tolist()                     # each tile scaled up to near e4m3's max, 448
+    ([[160.0, 320.0, 96.0, 288.0]], [[16384.0, 1.0]])
     """
     tr, tc = check_tile(x, tile)
     name = fp8_name(fmt)
@@ -120,7 +137,12 @@ def tile_quantize(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_
 
 
 def tile_dequantize(q: torch.Tensor, scales: torch.Tensor, tile=TILE_1X128) -> torch.Tensor:
-    """fp32 values: each fp8 element times its tile's ``scale_inv = 1 / scale`` (fp32)."""
+    """fp32 values: each fp8 element times its tile's ``scale_inv = 1 / scale`` (fp32).
+
+    >>> q, scales = tile_quantize(torch.tensor([[0.01, 0.02, 100.0, 300.0]]), (1, 2))
+    >>> tile_dequantize(q, scales, (1, 2)).tolist()
+    [[0.009765625, 0.01953125, 96.0, 288.0]]
+    """
     if not isinstance(q, torch.Tensor) or q.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
         raise TypeError("q must be a float8_e4m3fn or float8_e5m2 tensor (from tile_quantize)")
     values = fp8_to_float(q)
@@ -135,7 +157,15 @@ def tile_dequantize(q: torch.Tensor, scales: torch.Tensor, tile=TILE_1X128) -> t
 
 def tile_fake_quantize(x: torch.Tensor, tile=TILE_1X128, fmt: str = "e4m3", power_of_two: bool = True
                        ) -> torch.Tensor:
-    """What tile-scaled fp8 storage leaves of ``x``, in fp32."""
+    """What tile-scaled fp8 storage leaves of ``x``, in fp32.
+
+    >>> from ampkit.fp8.quantize import current_scale, fake_quantize
+    >>> x = torch.tensor([[0.0001, 0.0003, 100.0, 300.0]])
+    >>> fake_quantize(x, current_scale(x))[0, :2].tolist()      # one scale for the tensor: the small tile flushes
+    [0.0, 0.0]
+    >>> tile_fake_quantize(x, (1, 2))[0, :2].tolist()           # a scale per tile keeps it
+    [9.918212890625e-05, 0.00030517578125]
+    """
     q, scales = tile_quantize(x, tile, fmt, power_of_two)
     return tile_dequantize(q, scales, tile)
 
