@@ -52,12 +52,24 @@ E8M0_MIN, E8M0_MAX, E8M0_BIAS, E8M0_NAN = -127, 127, 127, 0xFF
 
 
 def emax_elem(fmt: str | torch.dtype) -> int:
-    """Exponent of the element format's largest normal: floor(log2(fp8_max)) (8 for e4m3, 15 for e5m2)."""
+    """Exponent of the element format's largest normal: floor(log2(fp8_max)) (8 for e4m3, 15 for e5m2).
+
+    >>> emax_elem("e4m3"), emax_elem("e5m2")                    # 448 = 1.75 * 2**8, 57344 = 1.75 * 2**15
+    (8, 15)
+    """
     return math.floor(math.log2(fp8_max(fmt)))
 
 
 def check_block(x: torch.Tensor, block: int) -> int:
-    """``block`` as a positive int dividing ``x``'s last dimension (ValueError naming the valid sizes otherwise)."""
+    """``block`` as a positive int dividing ``x``'s last dimension (ValueError naming the valid sizes otherwise).
+
+    >>> check_block(torch.zeros(2, 64), 32)
+    32
+    >>> check_block(torch.zeros(2, 12), 32)
+    Traceback (most recent call last):
+    ...
+    ValueError: block 32 does not divide the last dimension (12); no padding is done — valid block sizes: [1, 2, ...]
+    """
     block = check_int("block", block, minimum=1)
     if not isinstance(x, torch.Tensor) or x.dim() == 0:
         raise TypeError("x must be a tensor with at least one dimension")
@@ -74,7 +86,14 @@ def _blocks(x: torch.Tensor, block: int) -> torch.Tensor:
 
 
 def mx_exponents(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, rounding: str = "ocp") -> torch.Tensor:
-    """The shared exponent of each block (int32, shape ``(..., last_dim // block)``); scale = 2**exponent."""
+    """The shared exponent of each block (int32, shape ``(..., last_dim // block)``); scale = 2**exponent.
+
+    >>> mx_exponents(torch.tensor([[3.0, 0.5, 1.0, 100.0]]), block=2).tolist()   # floor(log2(amax)) - 8 per block
+    [[-7, -2]]
+    >>> big = torch.tensor([[500.0, 1.0]])                     # 500 / 2**0 is above 448: "te" rounds the exponent up
+    >>> mx_exponents(big, block=2, rounding="ocp").tolist(), mx_exponents(big, block=2, rounding="te").tolist()
+    ([[0]], [[1]])
+    """
     rounding = check_choice("rounding", rounding, ROUNDINGS)
     return _exponents(_blocks(x, check_block(x, block)), fp8_name(fmt), rounding)[0]
 
@@ -170,7 +189,12 @@ def _prepare(x: torch.Tensor, fmt: str, block: int, rounding: str):
 
 def mx_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, rounding: str = "ocp"
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(elements, exponents, nonfinite_blocks)``: elements = ``x / 2**e`` saturated to ±fp8_max, cast to fp8."""
+    """``(elements, exponents, nonfinite_blocks)``: elements = ``x / 2**e`` saturated to ±fp8_max, cast to fp8.
+
+    >>> q, exponents, nonfinite = mx_quantize(torch.tensor([[3.0, 0.5, 1.0, 100.0]]), block=2)
+    >>> q.float().tolist(), exponents.tolist(), nonfinite.tolist()       # elements are x / 2**e
+    ([[384.0, 64.0, 4.0, 384.0]], [[-7, -2]], [[False, False]])
+    """
     _, name, _, b, e, bad = _prepare(x, fmt, block, rounding)
     m = fp8_max(name)
     scaled = torch.ldexp(b, (-e).unsqueeze(-1).float()).clamp(-m, m)
@@ -182,7 +206,12 @@ def mx_dequantize(q: torch.Tensor, exponents: torch.Tensor, nonfinite_blocks: to
     """fp32 values: each element times its block's scale ``2**exponent`` (NaN for non-finite blocks).
 
     ``exponents``: one int per block, shape ``q.shape[:-1] + (q.shape[-1] // block,)`` (from :func:`mx_quantize`), or
-    the same shape of uint8 E8M0 bytes (from :func:`e8m0_encode`; 0xFF decodes the block to NaN)."""
+    the same shape of uint8 E8M0 bytes (from :func:`e8m0_encode`; 0xFF decodes the block to NaN).
+
+    >>> q, exponents, nonfinite = mx_quantize(torch.tensor([[3.0, 0.5, 1.0, 100.0]]), block=2)
+    >>> mx_dequantize(q, exponents, nonfinite, block=2).tolist()    # 100 -> 384 * 2**-2 = 96: e4m3's 3 mantissa bits
+    [[3.0, 0.5, 1.0, 96.0]]
+    """
     if not isinstance(q, torch.Tensor) or q.dtype not in FP8_FORMATS.values():
         got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
         raise TypeError(f"q must be a float8_e4m3fn or float8_e5m2 tensor (from mx_quantize); got {got}")
@@ -202,7 +231,12 @@ def mx_dequantize(q: torch.Tensor, exponents: torch.Tensor, nonfinite_blocks: to
 
 
 def mx_fake_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, rounding: str = "ocp") -> torch.Tensor:
-    """What MX storage leaves of ``x``, in fp32."""
+    """What MX storage leaves of ``x``, in fp32.
+
+    >>> x = torch.tensor([[500.0] + [1.0] * 31])
+    >>> mx_fake_quantize(x, rounding="ocp")[0, 0].item(), mx_fake_quantize(x, rounding="te")[0, 0].item()
+    (448.0, 512.0)
+    """
     q, e, bad = mx_quantize(x, fmt, block, rounding)
     return mx_dequantize(q, e, bad, block)
 
@@ -222,7 +256,12 @@ class MXReport:
 
 
 def mx_report(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, rounding: str = "ocp") -> MXReport:
-    """Quantize ``x`` with MX block scaling and count what happened (finite inputs)."""
+    """Quantize ``x`` with MX block scaling and count what happened (finite inputs).
+
+    >>> x = torch.tensor([[500.0] + [1.0] * 31])              # one block; its largest value saturates under "ocp"
+    >>> [(r.saturated, r.blocks_saturating) for r in (mx_report(x, rounding="ocp"), mx_report(x, rounding="te"))]
+    [(0.03125, 1), (0.0, 0)]
+    """
     block, name, rounding, b, e, _ = _prepare(x, fmt, block, rounding)
     deq = mx_fake_quantize(x, name, block, rounding).reshape(b.shape)
     finite = torch.isfinite(b)
