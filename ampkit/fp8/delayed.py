@@ -79,10 +79,28 @@ def recipe_formats(recipe: str) -> dict[str, str]:
 
 
 def check_algo(algo) -> str:
+    """``algo`` if it is one of :data:`ALGOS` (TE's ``amax_compute_algo``); else ValueError naming them.
+
+    >>> check_algo("most_recent")
+    'most_recent'
+    >>> check_algo("mean")
+    Traceback (most recent call last):
+    ...
+    ValueError: amax_compute_algo must be one of 'max', 'most_recent'; got 'mean'
+    """
     return check_choice("amax_compute_algo", algo, ALGOS)
 
 
 def check_history_len(n) -> int:
+    """``n`` as an int >= 1 (TE's ``amax_history_len``: how many past amaxes the scale is computed from).
+
+    >>> check_history_len(16)
+    16
+    >>> check_history_len(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: history_len (amax_history_len) must be an int >= 1; got 0
+    """
     return check_int("history_len (amax_history_len)", n, minimum=1)
 
 
@@ -157,7 +175,15 @@ def _check_amax(amax) -> float:
 
 
 def check_amaxes(amaxes, name: str = "amaxes") -> torch.Tensor:
-    """A recorded run's amaxes as a 1-D fp32 tensor: one per step, at least one, each ≥ 0, inf or NaN."""
+    """A recorded run's amaxes as a 1-D fp32 tensor: one per step, at least one, each ≥ 0, inf or NaN.
+
+    >>> check_amaxes([1, 2.0, float("inf")])                 # inf is a valid amax (the tensor held an inf)
+    tensor([1., 2., inf])
+    >>> check_amaxes([1.0, -2.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: amaxes must be a 1-D tensor or list of numbers (one amax per step, each >= 0, inf or NaN); got a ...
+    """
     want = f"{name} must be a 1-D tensor or list of numbers (one amax per step, each >= 0, inf or NaN)"
     if isinstance(amaxes, torch.Tensor):
         if amaxes.is_complex() or amaxes.dtype == torch.bool:
@@ -205,6 +231,12 @@ def delayed_scales(amaxes: torch.Tensor, fmt: str = "e4m3", history_len: int = 1
     Same numbers as stepping :class:`DelayedScaling` through the run, computed at once: the steps whose amax is 0
     are taken out (they change nothing), then for ``"max"`` a sliding-window maximum over the last ``history_len``
     remaining amaxes (NaN skipped, inf kept: it makes the window's scale keep the previous one).
+
+    >>> amaxes = torch.tensor([2.0, 2.0, 8.0, 2.0, 2.0])        # a spike at step 2
+    >>> delayed_scales(amaxes, history_len=2).tolist()       # step 2 casts 8 at scale 224: 1792 saturates at 448
+    [1.0, 224.0, 224.0, 56.0, 56.0]
+    >>> delayed_scales(torch.tensor([2.0, 0.0, 4.0]), history_len=1).tolist()    # amax 0: the module did not run
+    [1.0, 224.0, 224.0]
     """
     fmt, algo = fp8_name(fmt), check_algo(algo)
     history_len, margin = check_history_len(history_len), check_margin(margin)
@@ -225,7 +257,13 @@ def delayed_scales(amaxes: torch.Tensor, fmt: str = "e4m3", history_len: int = 1
 
 def current_scales(amaxes: torch.Tensor, fmt: str = "e4m3", margin: int = 0) -> torch.Tensor:
     """Just-in-time scaling: each step's scale from its own amax (amax 0, inf or NaN → 1.0, as Transformer Engine's
-    ``compute_scale_from_amax``)."""
+    ``compute_scale_from_amax``).
+
+    >>> current_scales(torch.tensor([2.0, 2.0, 8.0, 2.0, 2.0])).tolist()    # each step its own amax: the spike fits
+    [224.0, 224.0, 56.0, 224.0, 224.0]
+    >>> current_scales(torch.tensor([0.0, float("inf")])).tolist()          # no information: 1.0
+    [1.0, 1.0]
+    """
     fmt, margin = fp8_name(fmt), check_margin(margin)
     a = check_amaxes(amaxes)
     valid = torch.isfinite(a) & (a > 0)
