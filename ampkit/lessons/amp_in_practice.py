@@ -25,9 +25,10 @@ from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import NonFiniteEvent, NonFiniteHunter
 from ampkit.dtypes import short_name
 from ampkit.i18n import tr
-from ampkit.models import MLP
-from ampkit.precision import apply_level
+from ampkit.models import build_model
+from ampkit.precision import MixedPrecision, apply_level
 from ampkit.scaling import DynamicLossScaler
+from ampkit.train import train_step
 
 __all__ = ["DoctorReport", "SCENARIOS", "run_scenario", "diagnose_model", "scenario_names", "outlier_run", "OutlierRun",
            "SPIKE_FACTOR"]
@@ -47,8 +48,7 @@ class DoctorReport:
 
 def _task(seed: int = 0):
     X, y = make_blobs(64, n_features=8, n_classes=3, seed=seed)
-    torch.manual_seed(seed)
-    return MLP(8, 32, 3, depth=2), X, y
+    return build_model("mlp", seed=seed, in_features=8, hidden=32, out_features=3, depth=2), X, y
 
 
 SPIKE_FACTOR = 100.0
@@ -60,29 +60,31 @@ scale 2**16 they pass fp16's max in the backward pass (notebook 05 §2.2 measure
 def _train(model, X, y, steps, dtype, scaler=None, loss_fn: Callable = F.cross_entropy, optimizer=None,
            poison: frozenset = frozenset(), probe: Callable | None = None):
     """A canonical autocast + scaler loop (``dtype=None``: no autocast); returns (losses, recorder or None).
+    Each step is :func:`ampkit.train.train_step` of the model as it is (``MixedPrecision.plain``), its
+    ``forward_loss`` the autocast forward pass and the loss, the scaler wrapped in a
+    :class:`~ampkit.diagnose.RecordingScaler`. (Not ``apply_level``'s O1: that would warn about a scaler with bf16,
+    which the "fp16 forward overflow" fix keeps on purpose.)
     ``poison``: steps whose batch is an outlier (inputs x :data:`SPIKE_FACTOR`). ``probe(step, xb, yb, run)``, if
     given, is called at each poisoned step with ``run()``, the step itself, and must call it once."""
     opt = optimizer or torch.optim.SGD(model.parameters(), lr=0.05)
+    mp = MixedPrecision.plain(model, opt)
     rec = RecordingScaler(scaler) if scaler is not None else None
     losses = []
+
+    def forward_loss(xb, yb):
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = model(xb)
+        loss = check_scalar_loss(loss_fn(out.float(), yb))
+        losses.append(float(loss.detach()))   # read before the backward pass, as the hunter's op count expects
+        return loss
+
     for step in range(steps):
         xb, yb = X[(step * 16) % 64:(step * 16) % 64 + 16], y[(step * 16) % 64:(step * 16) % 64 + 16]
         if step in poison:
             xb = xb * SPIKE_FACTOR                     # an outlier batch: one spike
 
         def run(xb=xb, yb=yb):
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
-                out = model(xb)
-            loss = check_scalar_loss(loss_fn(out.float(), yb))
-            losses.append(float(loss.detach()))
-            if rec is None:
-                loss.backward()
-                opt.step()
-            else:
-                rec.scale(loss).backward()
-                rec.step(opt)
-                rec.update()
+            train_step(mp, xb, yb, loss_fn, rec, forward_loss=forward_loss)
         if probe is not None and step in poison:
             probe(step, xb, yb, run)
         else:
@@ -243,13 +245,7 @@ def _half_model(fixed: bool) -> DoctorReport:
     scaler = torch.amp.GradScaler("cpu")
     if fixed:
         mp = apply_level(model, opt, "O2", "fp16")   # fp16 model, fp32 master weights for the optimizer
-        losses = []
-        for _ in range(6):
-            mp.zero_grad()
-            loss = F.cross_entropy(mp.forward(X[:16]), y[:16])
-            mp.backward(loss, scaler)
-            mp.step(scaler)
-            losses.append(float(loss.detach()))
+        losses = [float(train_step(mp, X[:16], y[:16], F.cross_entropy, scaler)) for _ in range(6)]
         return DoctorReport("model.half() + GradScaler", True, all(map(math.isfinite, losses)),
                             tr("O2: fp16 model, fp32 master weights; 6 steps, final loss {loss:.3f}",
                                loss=losses[-1]),
@@ -274,14 +270,12 @@ def _adam_eps(fixed: bool) -> DoctorReport:
     model.half()
     eps = 1e-4 if fixed else 1e-8
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=eps)
-    losses = []
+    mp = MixedPrecision.plain(model, opt)            # the fp16 model as it is: its logits go to the loss as fp32
+
+    def small(out, target):
+        return F.cross_entropy(out, target) * 1e-3                  # small gradients
     with NonFiniteHunter(model) as h:
-        for _ in range(4):
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(X[:16].half()).float(), y[:16]) * 1e-3   # small gradients
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
+        losses = [float(train_step(mp, X[:16].half(), y[:16], small)) for _ in range(4)]
     in_fp16 = float(torch.tensor(eps, dtype=torch.float16))
     finite = all(math.isfinite(float(p.detach().float().abs().max())) for p in model.parameters())
     where = h.first.describe() if h.first else tr("no inf/NaN")

@@ -22,7 +22,9 @@ from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_blobs
 from ampkit.fp8.linear import Fp8Linear, Fp8Recipe, to_fp8
 from ampkit.fp8.quantize import current_scale, fake_quantize, saturation_threshold
-from ampkit.models import MLP
+from ampkit.models import build_model
+from ampkit.precision import MixedPrecision
+from ampkit.train import train_step
 
 __all__ = ["TRAIN_FORMATS", "RunResult", "train_mode", "AmaxRecording", "record_amax_run", "saturation_per_step",
            "flush_per_step", "make_task", "gemm_tensors", "backward_operand_formats"]
@@ -38,9 +40,11 @@ def make_task(seed: int = 0, n_train: int = 2048, n_test: int = 1024):
 
 
 def _model(mode: str, seed: int, recipe: Fp8Recipe | None) -> nn.Module:
-    torch.manual_seed(seed)
-    m = MLP(16, 64, 4, depth=2)
-    return to_fp8(m, recipe or Fp8Recipe()) if mode == "fp8" else m
+    m = build_model("mlp", seed=seed, in_features=16, hidden=64, out_features=4, depth=2)
+    if mode != "fp8":
+        return m
+    with torch.random.fork_rng(devices=[]):   # to_fp8's fresh layers draw weights it replaces: leave torch's RNG be
+        return to_fp8(m, recipe or Fp8Recipe())
 
 
 @dataclass
@@ -52,15 +56,16 @@ class RunResult:
 
 
 def _step(model, mode, xb, yb, opt, loss_fn, loss_weight: float = 1.0):
-    opt.zero_grad(set_to_none=True)
-    if mode == "bf16":
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = loss_fn(model(xb).float(), yb)
-    else:
-        loss = loss_fn(model(xb), yb)
-    (loss * loss_weight).backward()
-    opt.step()
-    return loss.detach()
+    """One :func:`ampkit.train.train_step` of ``model`` as it is, the loss times ``loss_weight`` (a loss spike);
+    returns that loss (only :func:`record_amax_run` weighs it, and it does not read the loss)."""
+    def forward_loss(xb, yb):
+        if mode == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = loss_fn(model(xb).float(), yb)
+        else:
+            loss = loss_fn(model(xb), yb)
+        return loss * loss_weight
+    return train_step(MixedPrecision.plain(model, opt), xb, yb, loss_fn, forward_loss=forward_loss)
 
 
 def train_mode(mode: str, steps: int = 150, batch: int = 64, lr: float = 3e-3, seed: int = 0,
@@ -147,7 +152,7 @@ def gemm_tensors(model: nn.Module, X: torch.Tensor, y: torch.Tensor, layer: int 
     is the output of the weight-gradient GEMM and is kept in higher precision. ``model``'s gradients are left
     zeroed (``None``).
 
-    >>> t = gemm_tensors(MLP(16, 64, 4), torch.randn(8, 16), torch.zeros(8, dtype=torch.long))
+    >>> t = gemm_tensors(build_model("mlp"), torch.randn(8, 16), torch.zeros(8, dtype=torch.long))
     >>> {k: tuple(v.shape) for k, v in t.items()}
     {'X': (8, 64), 'W': (64, 64), 'dY': (8, 64), 'dW': (64, 64)}
     """
@@ -189,7 +194,8 @@ def backward_operand_formats(seed: int = 0) -> dict[str, tuple[str, str]]:
     'e5m2'
     """
     g = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
-    layer = Fp8Linear(64, 32, recipe=Fp8Recipe(scaling="current"))
+    with torch.random.fork_rng(devices=[]):    # the layer's weights from torch's RNG as it stands, which stays put
+        layer = Fp8Linear(64, 32, recipe=Fp8Recipe(scaling="current"))
     x = torch.randn(16, 64, generator=g).requires_grad_(True)
     dy = torch.randn(16, 32, generator=g)
     layer(x).backward(dy)

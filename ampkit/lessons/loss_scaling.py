@@ -21,7 +21,7 @@ from ampkit._util import check_int, check_positive_finite
 from ampkit.data import make_blobs
 from ampkit.formats import resolve_format
 from ampkit.i18n import tr
-from ampkit.models import MLP
+from ampkit.models import build_model
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import Scaler
 from ampkit.train import evaluate, train_step
@@ -44,9 +44,9 @@ class UnderflowTask:
     seed: int
 
     def model(self) -> torch.nn.Module:
-        """A fresh MLP with the same seeded initial weights every time."""
-        torch.manual_seed(self.seed)
-        return MLP(self.X.shape[1], self.hidden, int(self.y.max()) + 1, depth=2)
+        """A fresh MLP with the same seeded initial weights every time (torch's global RNG left as it was)."""
+        return build_model("mlp", seed=self.seed, in_features=self.X.shape[1], hidden=self.hidden,
+                           out_features=int(self.y.max()) + 1, depth=2)
 
 
 def underflow_task(loss_weight: float = 2.0**-18, *, n_samples: int = 2048, n_features: int = 32,

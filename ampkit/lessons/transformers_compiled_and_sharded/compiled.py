@@ -276,8 +276,9 @@ def fp32_region_grad(compiled: bool, backward_pass_autocast: str | None = None, 
     setting as it is)."""
     dtype = check_choice("dtype", dtype, ("bf16", "fp16"))
     factor = check_positive_finite("factor", factor, example="16384.0")
-    torch.manual_seed(0)
-    model = _FP32Tail()
+    with torch.random.fork_rng(devices=[]):   # the same weights every call; torch's RNG left as it was
+        torch.manual_seed(0)
+        model = _FP32Tail()
     run: Callable[[torch.Tensor], torch.Tensor] = model
     if compiled:
         torch.compiler.reset()

@@ -23,7 +23,9 @@ import torch.nn.functional as F
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_data
 from ampkit.models import DecoderBlock, DecoderLM, build_model, lm_loss
+from ampkit.precision import MixedPrecision, apply_level
 from ampkit.precision.bf16_updates import WRAPPER_MODES, BF16Updates
+from ampkit.train import train_step
 
 __all__ = ["plateau_experiment", "lost_updates", "kept_in_bf16", "train_in_bf16", "unscale_error", "MISMATCHES",
            "dtype_mismatch", "LoRALinear", "FIXES", "FineTune", "finetune_stored"]
@@ -87,8 +89,7 @@ def lost_updates(lr: float = 3e-3, seed: int = 0) -> dict[str, float]:
     x, y = make_data("decoder", seed=seed, n_samples=8)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    lm_loss(model(x), y).backward()
-    opt.step()
+    train_step(model, x, y, lm_loss, optimizer=opt)
     lost: dict[str, list[float]] = {}
     for n, p in model.named_parameters():
         u = p.detach() - before[n]
@@ -121,10 +122,8 @@ def train_in_bf16(lr: float = 3e-4, steps: int = 20, seed: int = 0) -> dict[str,
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     x, y = make_data("decoder", seed=seed, n_samples=4 * check_int("steps", steps))
-    for i in range(steps):
-        opt.zero_grad()
-        lm_loss(model(x[4 * i: 4 * i + 4]).float(), y[4 * i: 4 * i + 4]).backward()
-        opt.step()
+    for i in range(steps):   # the kit's step on the model as it is: bf16 logits go to the loss as fp32
+        train_step(model, x[4 * i: 4 * i + 4], y[4 * i: 4 * i + 4], lm_loss, optimizer=opt)
     moved: dict[str, list[float]] = {}
     for n, p in model.named_parameters():
         tally = moved.setdefault(_kind(n, p), [0.0, 0.0])
@@ -185,7 +184,8 @@ def dtype_mismatch(case: str = "fp32 softmax", fix: bool = False, seed: int = 0)
         other = other.half()
     try:
         if case == "fp32 input":
-            lin = nn.Linear(16, 16).half()
+            with torch.random.fork_rng(devices=[]):   # its weights from torch's RNG as it stands, which stays put
+                lin = nn.Linear(16, 16).half()
             return lin(other)
         if case == "fp32 softmax":
             probs = torch.softmax(other @ other.transpose(1, 2), dim=-1)    # fp32 (or fp16 when fixed)
@@ -260,23 +260,14 @@ def finetune_stored(fix: str = "fp32 adapters", steps: int = 8, lr: float = 1e-2
         scaler = torch.amp.GradScaler("cpu")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=check_positive_finite("lr", lr, example="1e-2"))
+    # the kit's step: "fp32 + autocast" is O1 (fp16 autocast), the others step the stored model as it is
+    mp = apply_level(model, opt, "O1", "fp16") if fix == "fp32 + autocast" else MixedPrecision.plain(model, opt)
     x, y = make_data("decoder", seed=seed, n_samples=8 * steps, context=32)
     losses, skipped = [], 0
     for i in range(steps):
-        xb, yb = x[8 * i: 8 * i + 8], y[8 * i: 8 * i + 8]
-        opt.zero_grad()
-        with torch.autocast("cpu", dtype=torch.float16, enabled=fix == "fp32 + autocast"):
-            loss = lm_loss(model(xb).float(), yb)
-        if scaler is None:
-            loss.backward()
-            opt.step()
-        else:
-            before = scaler.get_scale()
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            skipped += scaler.get_scale() < before
-        losses.append(float(loss.detach()))
+        before = scaler.get_scale() if scaler is not None else 0.0
+        losses.append(float(train_step(mp, x[8 * i: 8 * i + 8], y[8 * i: 8 * i + 8], lm_loss, scaler)))
+        skipped += scaler is not None and scaler.get_scale() < before
     moments = str(opt.state[params[0]]["exp_avg"].dtype).removeprefix("torch.")
     return FineTune(fix, losses, sum(p.numel() for p in params), sum(p.numel() for p in model.parameters()),
                     moments, int(skipped))
