@@ -5,11 +5,10 @@
 and a loss scaler, and trains with :func:`ampkit.sinking.loop.loop_sink` like
 ``Model.train(epochs, data, callbacks, dataset_sink_mode, sink_size)``.
 
-Its step is :func:`ampkit.train.train_step` whenever the graph sink is off (or fell back to eager). With the graph
-sink on it keeps its own four lines, in ``train_step``'s order, for two reasons the lesson needs: the compiled graph
-is the forward pass *and* the loss together (``train_step`` calls them separately, which would leave the loss out of
-the graph), and the first steps, backward included, must run inside the kit's compile cache (AOTAutograd compiles
-the backward graph at the first backward).
+Its step is :func:`ampkit.train.train_step`, the kit's one training step. With the graph sink on, the compiled graph
+is the forward pass *and* the loss together, handed to ``train_step`` as its ``forward_loss`` (so the loss stays in
+the graph), and the step runs inside the kit's compile cache (AOTAutograd compiles the backward graph at the first
+backward).
 
 >>> from ampkit.models import build_model
 >>> from ampkit.sinking.workload import BatchLoader
@@ -89,16 +88,13 @@ class SinkModel:
             self._checked = True
         if not self.loss_graph.compiled:
             return train_step(self.mp, x, y, self.loss_fn, self.scaler)
-        mp, graph = self.mp, self.loss_graph   # train_step's order, with the forward + loss as one compiled graph
+        graph = self.loss_graph                 # the forward + loss as one compiled graph
         first, t0 = graph.calls == 0, time.perf_counter()
         with graph.cache_context():             # the kit's compile cache while forward or backward may compile
-            mp.zero_grad()
-            loss = graph(x, y)
-            mp.backward(loss, self.scaler)
-            mp.step(self.scaler)
+            loss = train_step(self.mp, x, y, self.loss_fn, self.scaler, forward_loss=graph)
         if first and graph.compiled:
             graph.record_compile(time.perf_counter() - t0, tr("first step: forward and backward graphs"))
-        return loss.detach()
+        return loss
 
     def train(self, epochs: int, data: Iterable, callbacks: Sequence[Callable[[SinkInfo], Any]] = (), *,
               sink_size: int | None = -1, dataset_sink_mode: bool = True, prefetch_depth: int = 2,
