@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from ampkit._net import free_port
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_blobs
-from ampkit.models import MLP
+from ampkit.models import build_model
 
 __all__ = ["RankResult", "run_data_parallel", "STRATEGIES", "SCALERS"]
 
@@ -210,8 +210,7 @@ def _worker(cfg: dict) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{cfg['port']}", rank=rank, world_size=ws,
                             timeout=timedelta(seconds=max(5.0, cfg["timeout"])))
     try:
-        torch.manual_seed(0)
-        model = MLP(8, 16, 3, depth=1)
+        model = build_model("mlp", seed=0, in_features=8, hidden=16, out_features=3, depth=1)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         if cfg["scaler"] == "sharded":
             # deferred: FSDP's package takes seconds to import; only this mode needs it
