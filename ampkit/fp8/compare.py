@@ -111,7 +111,12 @@ def _check_x(x) -> torch.Tensor:
 
 
 def block_stats(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, rounding: str = "ocp") -> BlockStats:
-    """Quantize finite ``x`` with one power-of-two scale per ``block`` values (or ``"per-tensor"``: one for all)."""
+    """Quantize finite ``x`` with one power-of-two scale per ``block`` values (or ``"per-tensor"``: one for all).
+
+    >>> s = block_stats(torch.tensor([[1e-4, 3e-4, 100.0, 300.0]]), block=2)
+    >>> s.n_blocks, s.n_flushed, s.n_saturated, s.rel_error.max().item() < 0.05
+    (2, 0, 0, True)
+    """
     x = _check_x(x)
     name = fp8_name(fmt)
     if rounding not in ROUNDINGS:
@@ -175,13 +180,23 @@ def tile_stats(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] | str =
 
 def compare_tiles(x: torch.Tensor, fmt: str = "e4m3", tile: tuple[int, int] = (1, 128), power_of_two: bool = True
                   ) -> tuple[BlockStats, BlockStats]:
-    """``(per-tensor, per-tile)`` statistics with fp32 scales (``Float8CurrentScaling`` vs ``Float8BlockScaling``)."""
+    """``(per-tensor, per-tile)`` statistics with fp32 scales (``Float8CurrentScaling`` vs ``Float8BlockScaling``).
+
+    >>> tensor, tiles = compare_tiles(torch.tensor([[1e-4, 3e-4, 100.0, 300.0]]), tile=(1, 2))
+    >>> tensor.n_flushed, tiles.n_flushed       # one fp32 scale flushes the small pair; one per tile keeps it
+    (2, 0)
+    """
     return tile_stats(x, fmt, PER_TENSOR, power_of_two), tile_stats(x, fmt, tile, power_of_two)
 
 
 def compare_blocks(x: torch.Tensor, fmt: str = "e4m3", block: int | str = 32, rounding: str = "ocp"
                    ) -> tuple[BlockStats, BlockStats]:
-    """``(per-tensor, per-block)`` statistics of the same tensor, format and scale rule."""
+    """``(per-tensor, per-block)`` statistics of the same tensor, format and scale rule.
+
+    >>> tensor, blocks = compare_blocks(torch.tensor([[1e-4, 3e-4, 100.0, 300.0]]), block=2)
+    >>> (tensor.n_blocks, tensor.n_flushed), (blocks.n_blocks, blocks.n_flushed)
+    ((1, 2), (2, 0))
+    """
     return block_stats(x, fmt, PER_TENSOR, rounding), block_stats(x, fmt, block, rounding)
 
 

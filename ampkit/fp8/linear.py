@@ -64,7 +64,11 @@ class Fp8Recipe:
 
 
 def scaled_mm_available(device: torch.device | str = "cpu") -> bool:
-    """Whether ``torch._scaled_mm`` runs an e4m3 x e4m3 -> fp32 matmul on ``device`` (tried once, 16x16)."""
+    """Whether ``torch._scaled_mm`` runs an e4m3 x e4m3 -> fp32 matmul on ``device`` (tried once, 16x16).
+
+    >>> scaled_mm_available("meta")                   # a device that holds no data runs nothing: False, not an error
+    False
+    """
     try:
         a = torch.ones(16, 16, device=device).to(torch.float8_e4m3fn)
         one = torch.tensor(1.0, device=device)
@@ -77,7 +81,12 @@ def scaled_mm_available(device: torch.device | str = "cpu") -> bool:
 def fp8_matmul(aq: torch.Tensor, a_scale: float, bq: torch.Tensor, b_scale: float, backend: str = "simulate"
                ) -> torch.Tensor:
     """``dequantize(aq) @ dequantize(bq).T`` in fp32: ``"simulate"`` (dequantize, fp32 matmul) or ``"scaled_mm"``
-    (``torch._scaled_mm`` on the fp8 values with fp32 output, the dequantizing factors ``1/scale`` passed in)."""
+    (``torch._scaled_mm`` on the fp8 values with fp32 output, the dequantizing factors ``1/scale`` passed in).
+
+    >>> a, b = torch.tensor([[0.3, 1.0]]), torch.tensor([[1.0, 1.0]])
+    >>> fp8_matmul(quantize(a, 1.0), 1.0, quantize(b, 1.0), 1.0)     # 0.3 is stored as e4m3's 0.3125
+    tensor([[1.3125]])
+    """
     backend = check_choice("backend", backend, ("simulate", "scaled_mm"))
     if backend == "simulate":
         return dequantize(aq, a_scale) @ dequantize(bq, b_scale).t()
@@ -96,7 +105,12 @@ SCALED_MM_RTOL = 2.0 ** -10
 def scaled_mm_agrees(a: torch.Tensor, b: torch.Tensor, fmt: str = "e4m3", rtol: float = SCALED_MM_RTOL) -> bool:
     """Quantize ``a`` (m x k) and ``b`` (n x k) with their current scales; both backends of :func:`fp8_matmul` agree
     to ``rtol`` of the largest output (they compute the same products; how the sums are accumulated differs by
-    backend and device: see :data:`SCALED_MM_RTOL`)."""
+    backend and device: see :data:`SCALED_MM_RTOL`).
+
+    >>> a = torch.linspace(-1, 1, 64).reshape(4, 16)
+    >>> scaled_mm_agrees(a, a) if scaled_mm_available() else True     # the CPU build of torch 2.13 has _scaled_mm
+    True
+    """
     sa, sb = current_scale(a, fmt), current_scale(b, fmt)
     aq, bq = quantize(a, sa, fmt), quantize(b, sb, fmt)
     sim = fp8_matmul(aq, sa, bq, sb, "simulate")
