@@ -50,13 +50,23 @@ def _normalize(lang: str, where: str) -> str:
 
 def set_language(lang: str | None) -> None:
     """Choose the kit's language for this Python process: ``"en"`` or ``"zh_CN"`` (``"zh-CN"``, ``"zh"`` too).
-    ``None`` forgets the choice (then ``$AMPKIT_LANG``, else English)."""
+    ``None`` forgets the choice (then ``$AMPKIT_LANG``, else English).
+
+    >>> set_language("zh-CN"); language()                  # any common spelling, normalized
+    'zh_CN'
+    >>> set_language(None)                                  # forget it: $AMPKIT_LANG, else English
+    """
     global _chosen
     _chosen = None if lang is None else _normalize(lang, "set_language")
 
 
 def language() -> str:
-    """The language in force now (see the rule in the module docstring)."""
+    """The language in force now (see the rule in the module docstring).
+
+    >>> set_language("en"); language()
+    'en'
+    >>> set_language(None)
+    """
     if _chosen is not None:
         return _chosen
     env = os.environ.get(ENV_VAR, "").strip()
@@ -64,12 +74,22 @@ def language() -> str:
 
 
 def is_chinese() -> bool:
+    """Whether the language in force is Simplified Chinese.
+
+    >>> set_language("zh"); is_chinese()
+    True
+    >>> set_language(None)
+    """
     return language() == "zh_CN"
 
 
 @lru_cache(maxsize=None)
 def catalog(lang: str) -> gettext.NullTranslations:
-    """The compiled catalog of ``lang`` (a ``NullTranslations`` for English or a missing catalog)."""
+    """The compiled catalog of ``lang`` (a ``NullTranslations`` for English or a missing catalog).
+
+    >>> catalog("zh_CN").gettext("not measured"), catalog("en").gettext("not measured")
+    ('未测量', 'not measured')
+    """
     if lang == "en":
         return gettext.NullTranslations()
     return gettext.translation(DOMAIN, localedir=str(LOCALE_DIR), languages=[lang], fallback=True)
@@ -79,12 +99,24 @@ def tr(msgid: str, /, **fields) -> str:
     """``msgid`` in the current language; with ``fields``, ``str.format``-ed after translation.
 
     The argument must be a literal string (the catalog extractor reads it from the source): write
-    ``tr("{n} steps", n=n)``, never ``tr(f"{n} steps")``."""
+    ``tr("{n} steps", n=n)``, never ``tr(f"{n} steps")``.
+
+    >>> set_language("zh_CN"); tr("not measured")
+    '未测量'
+    >>> set_language("en"); tr("not measured")
+    'not measured'
+    >>> set_language(None)
+    """
     text = catalog(language()).gettext(msgid)
     return text.format(**fields) if fields else text
 
 
 def mark(msgid: str, /) -> str:
     """Mark a literal for the catalog without translating it here (it is translated later, where it is shown:
-    ``tr(variable)`` or a figure's text). Returns ``msgid`` unchanged."""
+    ``tr(variable)`` or a figure's text). Returns ``msgid`` unchanged.
+
+    >>> label = mark("not measured")                # collected by the extractor, still English here
+    >>> label, catalog("zh_CN").gettext(label)      # translated where it is shown: tr(label)
+    ('not measured', '未测量')
+    """
     return msgid
