@@ -284,7 +284,16 @@ def train(model: nn.Module | MixedPrecision, data, level: str = "O0", dtype: str
 
 
 def evaluate(mp: MixedPrecision, X: torch.Tensor, y: torch.Tensor) -> float:
-    """Argmax accuracy of ``mp``'s model on ``(X, y)`` under its level (eval mode, no grad)."""
+    """Argmax accuracy of ``mp``'s model on ``(X, y)`` under its level (eval mode, no grad).
+
+    >>> from ampkit.precision import apply_level
+    >>> model = nn.Linear(2, 2); _ = model.weight.data.copy_(torch.eye(2)); _ = model.bias.data.zero_()  # argmax(x)
+    >>> mp = apply_level(model, torch.optim.SGD(model.parameters(), lr=0.1), "O1", "bf16")
+    >>> evaluate(mp, torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.2, 0.1]]), torch.tensor([0, 1, 1, 0]))
+    0.75
+    >>> model.training                                     # eval mode only while it measures
+    True
+    """
     was_training = mp.model.training
     mp.model.eval()
     try:

@@ -200,6 +200,14 @@ def loop_sink(step_fn: Callable[..., torch.Tensor], data: Iterable, epochs: int 
     sync and each callback is called once with a :class:`SinkInfo`. ``prefetch_depth > 0`` adds the data sink
     (a :class:`DevicePrefetcher` moving batches to ``device``); without it, batches are copied to ``device`` (when
     given) by the training loop itself, blocking.
+
+    >>> data = [(torch.tensor(float(i)),) for i in range(6)]           # six batches; the "loss" is 2 * x
+    >>> sunk = loop_sink(lambda x: 2 * x, data, epochs=2, sink_size=3, callbacks=[print])
+    SinkInfo(epoch=1, step=3, sink_steps=3, losses=(0.0, 2.0, 4.0))
+    SinkInfo(epoch=2, step=6, sink_steps=3, losses=(6.0, 8.0, 10.0))
+    >>> plain = loop_sink(lambda x: 2 * x, data, epochs=2, sink_size=None)      # no sink: a read-back per step
+    >>> (sunk.syncs, len(sunk.losses)), (plain.syncs, len(plain.losses))
+    ((2, 6), (12, 12))
     """
     sink_size = check_sink_size(sink_size)
     epochs = check_int("epochs", epochs)
