@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ampkit import sinking
-from ampkit.sinking import bench as sink_bench
+from ampkit.sinking import mode_runs as sink_bench
 from ampkit.sinking import cache as compile_cache
 from ampkit.sinking import compile as sink_compile
 from ampkit.sinking import compile_step, compile_unavailable_reason

@@ -22,7 +22,7 @@ from ampkit.sinking import (
     predict_vs_measured,
     speedup,
 )
-from ampkit.sinking import bench as sink_bench
+from ampkit.sinking import mode_runs as sink_bench
 from ampkit.sinking.measure import best_per_call, median_per_call
 from ampkit.timeline import simulate
 

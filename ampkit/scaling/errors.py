@@ -1,4 +1,5 @@
-"""The scalers' error classes.
+"""The scalers' error classes (notebook ``03_loss_scaling.ipynb``: ampkit's scalers and ``torch.amp.GradScaler``
+are interchangeable, errors included).
 
 The five error classes are what ampkit's scalers raise where ``torch.amp.GradScaler`` raises an exception type
 the kit's rule (wrong type: ``TypeError``, wrong value: ``ValueError``) would not pick: each derives from both,
