@@ -20,12 +20,22 @@ notebook                              modules
 every notebook                        ``exercises`` (self-checks, hidden solutions), ``widgets`` (the views)
 ====================================  ================================================================================
 
-The top level is lazy (PEP 562): ``import ampkit`` loads only ``ampkit._version``; a module named above loads on
-first use, as an attribute (``ampkit.formats.ulp``) or an import (``from ampkit import formats``). No notebook
-calls a top-level function (each imports its module), so the top level re-exports none: its names are the modules
-and ``__version__``. The room's tools (``ampkit.classroom``) thus import neither torch nor widgets, and run from a
-checkout before the kit is installed (``python -m ampkit.classroom.offline``). Widgets live in ``ampkit.widgets``,
-the only part that imports ipywidgets; importing the kit changes no global state.
+Faces, one style: a package's face is its ``__init__`` (``ampkit.widgets``, ``ampkit.lessons``,
+``ampkit.lessons.transformers_in_16_bits``, ...); a single module (``models``, ``train``, ``timeline``, ...) is its
+own face. Every package face is written the same way: a docstring with the table of its modules and a ``>>>``
+example, explicit eager imports ``from ampkit.pkg.module import (A, B, ...)`` and an explicit ``__all__``; each name
+is its module's own object (tests/test_public_api.py derives the faces by walking the package and checks this). A
+notebook imports only from faces: ``from ampkit.widgets import show``, never ``from ampkit.widgets.style import
+show`` (tests/test_notebook_imports.py), so one import line tells a learner where to look.
+
+The one exception is this top level, which is lazy (PEP 562) because its names are the modules themselves:
+``import ampkit`` loads only ``ampkit._version``; a module named above loads on first use, as an attribute
+(``ampkit.formats.ulp``) or an import (``from ampkit import formats``). Were it eager, ``import
+ampkit.classroom`` would load torch and the widgets. No notebook calls a top-level function (each imports its
+module), so the top level re-exports none: its names are the modules and ``__version__``. The room's tools
+(``ampkit.classroom``) thus import neither torch nor widgets, and run from a checkout before the kit is installed
+(``python -m ampkit.classroom.offline``). Widgets live in ``ampkit.widgets``, the only part that imports
+ipywidgets; importing the kit changes no global state.
 
 >>> import ampkit
 >>> ampkit.formats.info("fp16").max

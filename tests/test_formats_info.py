@@ -113,7 +113,8 @@ def test_compare_formats_verdicts_and_names():
     assert compare_formats(1000.0, ("e4m3",))[0].verdict == "saturated to max"
 
 
-def test_every_public_name_is_reexported_by_the_package():
+def test_every_public_name_is_on_the_face():
+    """ampkit.formats carries every public name of its modules (the same objects: tests/test_public_api.py)."""
     import importlib
 
     import ampkit.formats
@@ -122,8 +123,6 @@ def test_every_public_name_is_reexported_by_the_package():
         mod = importlib.import_module(f"ampkit.formats.{name}")
         public = set(mod.__all__) - {"verdict", "real_value"}   # package-internal helpers
         assert public <= set(ampkit.formats.__all__), (name, public - set(ampkit.formats.__all__))
-        for attr in public:
-            assert getattr(ampkit.formats, attr) is getattr(mod, attr)
 
 
 def test_a_format_that_is_not_a_name_or_dtype_is_a_type_error():

@@ -269,8 +269,3 @@ def test_plain_mixed_precision_steps_a_module_as_it_is():
     with pytest.raises(TypeError, match="Optimizer"):
         MixedPrecision.plain(m, None)
 
-
-def test_package_exports_the_names_the_notebooks_use():
-    import ampkit.precision as P
-
-    assert {"run_as", "fp32_matmul", "paddle_rows", "adam_step_in", "evaluate_under_autocast"} <= set(P.__all__)

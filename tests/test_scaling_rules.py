@@ -206,13 +206,14 @@ def test_gradient_agreement_bad_input(task):
 
 
 def test_scaler_defaults_table_agrees_with_the_mindspore_rule():
-    from ampkit.scaling import SCALER_DEFAULTS
+    from ampkit.scaling import defaults_table
 
-    row = next(r for r in SCALER_DEFAULTS if r["preset"] == "mindspore")
+    table = defaults_table()
+    row = next(r for r in table if r["preset"] == "mindspore")
     rule = MindSporeDynamicRule()
     assert row["system"].startswith("MindSpore DynamicLossScaleManager")
     assert row["initial scale"] == f"2^{int(math.log2(rule.scale))}"
     assert row["growth"] == f"x{rule.scale_factor:g} after {rule.scale_window} clean steps"
     assert row["floor / ceiling"] == "floor 1" and row["overflow step"] == "skipped"
-    fixed = next(r for r in SCALER_DEFAULTS if r["preset"] == "mindspore-fixed-apply")
+    fixed = next(r for r in table if r["preset"] == "mindspore-fixed-apply")
     assert "drop_overflow_update=False" in fixed["system"] and fixed["overflow step"] == "APPLIED"

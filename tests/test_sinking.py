@@ -1,9 +1,8 @@
-"""ampkit.sinking: the data sink (prefetcher) and the loop sink (MindSpore semantics), with bad input; the package
-re-exports every public name of its modules. (Graph sink: test_sinking_compile.py; SinkModel: test_sinking_trainer.py;
+"""ampkit.sinking: the data sink (prefetcher) and the loop sink (MindSpore semantics), with bad input (the package's
+face: tests/test_public_api.py). (Graph sink: test_sinking_compile.py; SinkModel: test_sinking_trainer.py;
 workload, measurements and bench: test_sinking_mode_runs.py.)"""
 from __future__ import annotations
 
-import importlib
 import time
 
 import pytest
@@ -12,7 +11,6 @@ import torch.nn.functional as F
 from _sink_threads import no_thread_left_behind  # noqa: F401  (autouse fixture)
 from torch import nn
 
-from ampkit import sinking
 from ampkit.sinking import (
     BatchLoader,
     DevicePrefetcher,
@@ -26,17 +24,6 @@ from ampkit.sinking import (
 )
 from ampkit.sinking.loop import endless
 from ampkit.sinking.prefetch import batch_device, same_device
-
-SUBMODULES = ("prefetch", "cache", "compile", "loop", "trainer", "workload", "measure", "mode_runs")
-
-
-def test_the_package_re_exports_its_modules_public_names():
-    for name in SUBMODULES:
-        mod = importlib.import_module(f"ampkit.sinking.{name}")
-        for public in set(mod.__all__) & set(sinking.__all__):
-            assert getattr(sinking, public) is getattr(mod, public), public
-    exported = {n for name in SUBMODULES for n in importlib.import_module(f"ampkit.sinking.{name}").__all__}
-    assert set(sinking.__all__) <= exported
 
 
 def tagged(n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:

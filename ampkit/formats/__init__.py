@@ -5,19 +5,24 @@ Taught in notebook ``01_fp16_range.ipynb`` (and previewed in ``00_start_here.ipy
 Everything here is derived from torch itself (``torch.finfo``, bit patterns, torch's own casts), never typed in.
 One file per idea; import the names from ``ampkit.formats``:
 
-- ``registry`` — :data:`FORMATS`, :func:`resolve_format`, :func:`format_name`, :func:`info` (a format's layout and
-  limits: bits, bias, max, smallest normal/subnormal, eps, has-inf) and :class:`FormatInfo`; :data:`FP16_MAX`.
-- ``rounding`` — :func:`round_trip`, :func:`compare_formats` (:class:`RoundTrip`: stored value, error, verdict),
-  :func:`explain` (the same in plain words), :func:`ulp`, :func:`accumulate` (a sum rounded at every step),
-  :func:`to_fp32` (the kit's one float32 rounding, used by the scalers and the fp8 recipes).
-- ``bits`` — :func:`decompose` / :func:`from_bits` / :func:`toggle_bit`: one number as stored (sign, exponent and
-  mantissa bits, kind, stored value, rounding error, ulp and the neighbouring representable values).
-- ``bands`` — :func:`classify` (vectorised: what fraction of a tensor would flush to zero, turn subnormal, stay
-  normal or overflow when cast; used on scaled gradients by ``ampkit.scaling``), :func:`classify_codes`,
-  :func:`range_bands` (the same bands as intervals of log2|x|, for the range map).
-- ``parse`` — :func:`parse_value`: a number typed by a learner.
+============  =======================================================================================================
+module        holds
+============  =======================================================================================================
+``registry``  :data:`FORMATS`, :func:`resolve_format`, :func:`format_name`, :func:`info` (a format's layout and
+              limits: bits, bias, max, smallest normal/subnormal, eps, has-inf) and :class:`FormatInfo`;
+              :data:`FP16_MAX`
+``rounding``  :func:`round_trip`, :func:`compare_formats` (:class:`RoundTrip`: stored value, error, verdict),
+              :func:`explain` (the same in plain words), :func:`ulp`, :func:`accumulate` (a sum rounded at every
+              step), :func:`to_fp32` (the kit's one float32 rounding, used by the scalers and the fp8 recipes)
+``bits``      :func:`decompose` / :func:`from_bits` / :func:`toggle_bit`: one number as stored (sign, exponent and
+              mantissa bits, kind, stored value, rounding error, ulp and the neighbouring representable values)
+``bands``     :func:`classify` (vectorised: what fraction of a tensor would flush to zero, turn subnormal, stay
+              normal or overflow when cast; used on scaled gradients by ``ampkit.scaling``),
+              :func:`classify_codes`, :func:`range_bands` (the same bands as intervals of log2|x|, for the range map)
+``parse``     :func:`parse_value`: a number typed by a learner
+============  =======================================================================================================
 
-The widgets over them are in ``ampkit.widgets.formats`` and ``ampkit.widgets.range_map``.
+The widgets over them are :class:`ampkit.widgets.FloatExplorer` and :class:`ampkit.widgets.RangeMap`.
 
 Two facts about torch 2.x's casts that the kit reports rather than hides (checked in the tests):
 

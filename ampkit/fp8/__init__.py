@@ -1,11 +1,17 @@
 """fp8 training numerics on any CPU: per-tensor scaling, delayed scaling, MX block scaling, a simulated fp8 linear
 layer. Taught in ``06_fp8_scaling.ipynb``.
 
-- :mod:`ampkit.fp8.quantize` — one scale per tensor (``fp8_max / amax / 2**margin``), quantize / dequantize, reports
-- :mod:`ampkit.fp8.delayed` — amax history, "max" / "most_recent", margin; delayed vs just-in-time; the recipes
-- :mod:`ampkit.fp8.mx` — MX block scaling (32 values share an E8M0 scale): OCP floor rule vs Transformer Engine's
-- :mod:`ampkit.fp8.tiles` — an fp32 scale per 1×128 tile or 128×128 block (Transformer Engine's Float8BlockScaling)
-- :mod:`ampkit.fp8.linear` — ``Fp8Linear`` (fp8 forward / e5m2 backward, fp32 products), ``torch._scaled_mm`` check
+============  =======================================================================================================
+module        holds
+============  =======================================================================================================
+``quantize``  one scale per tensor (``fp8_max / amax / 2**margin``), quantize / dequantize, reports
+``delayed``   amax history, "max" / "most_recent", margin; delayed vs just-in-time; the recipes
+``mx``        MX block scaling (32 values share an E8M0 scale): OCP floor rule vs Transformer Engine's
+``tiles``     an fp32 scale per 1×128 tile or 128×128 block (Transformer Engine's Float8BlockScaling)
+``compare``   per-tensor vs per-block scaling, element by element (:func:`compare_blocks`, :func:`compare_tiles`,
+              :func:`outlier_tensor`)
+``linear``    ``Fp8Linear`` (fp8 forward / e5m2 backward, fp32 products), ``torch._scaled_mm`` check
+============  =======================================================================================================
 
 Notebook 06's own runs (fp8 vs bf16 vs fp32 training of a kit model, a recorded run's amaxes with spikes) are in
 :mod:`ampkit.lessons.fp8_scaling`.
@@ -15,6 +21,7 @@ Notebook 06's own runs (fp8 vs bf16 vs fp32 training of a kit model, a recorded 
 """
 from __future__ import annotations
 
+from ampkit.fp8.compare import BlockStats, block_stats, compare_blocks, compare_tiles, outlier_tensor, tile_stats
 from ampkit.fp8.delayed import (
     ALGOS,
     DelayedScaling,
@@ -66,6 +73,8 @@ __all__ = [
     # MX blocks and fp32 tiles
     "MXReport", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize", "mx_report", "e8m0_encode",
     "e8m0_decode", "tile_scales", "tile_fake_quantize", "transpose_mismatch",
+    # per-tensor vs per-block, element by element
+    "BlockStats", "block_stats", "tile_stats", "compare_blocks", "compare_tiles", "outlier_tensor",
     # the simulated fp8 linear layer
     "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
 ]

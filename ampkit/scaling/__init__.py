@@ -15,7 +15,7 @@ module                holds
 ``dynamic_rule``      :class:`DynamicRule` — the dynamic rule as a pure object (state in, state out)
 ``base``              the machinery the scalers share (stages, unscale, skip, history: :class:`StepRecord`)
 ``scalers``           :class:`NoLossScaler`, :class:`StaticLossScaler`, :class:`DynamicLossScaler` (the rule)
-``defaults``          :data:`SCALER_DEFAULTS` — dynamic-scaler defaults across frameworks, generated from the presets
+``defaults``          :data:`TABLE_COLUMNS` — the columns of :func:`defaults_table` (defaults across frameworks)
 ``framework_rules``   Apex and DeepSpeed rules (a float64 scale), from source (built by name with :func:`preset`)
 ``deepspeed_config``  DeepSpeed's ``fp16`` config values as its pydantic model reads them (16.0 -> 16)
 ``tensor_rules``      Paddle, MindSpore (functional), Keras 3, tf.keras 2, jmp (op by op, jax.jit): a float32 scale
@@ -74,7 +74,6 @@ What remains different on purpose (each tested in tests/test_gradscaler_dropin_a
 from __future__ import annotations
 
 from ampkit.protocols import Scaler
-from ampkit.scaling import defaults as _defaults
 from ampkit.scaling.base import StepRecord
 from ampkit.scaling.defaults import TABLE_COLUMNS
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
@@ -116,7 +115,7 @@ from ampkit.scaling.scalers import TORCH_STATE_KEYS, DynamicLossScaler, NoLossSc
 __all__ = [
     # the scalers
     "Scaler", "NoLossScaler", "StaticLossScaler", "DynamicLossScaler", "StepRecord", "TORCH_STATE_KEYS",
-    "SCALER_DEFAULTS", "ScalerUsageError", "ScalerValueError", "ScalerTypeError", "ScalerStateError", "ScaleInputError",
+    "ScalerUsageError", "ScalerValueError", "ScalerTypeError", "ScalerStateError", "ScaleInputError",
     # gradients at a scale
     "capture_gradients", "log2_histogram", "ScaleReport", "scale_report", "scale_sweep", "safe_window",
     "SAFE_MAX_FLUSHED",
@@ -130,8 +129,3 @@ __all__ = [
     "defaults_table", "replay_presets",
 ]
 
-
-def __getattr__(name: str):
-    if name == "SCALER_DEFAULTS":  # built on first use (see ampkit.scaling.defaults)
-        return _defaults.SCALER_DEFAULTS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Every framework's loss-scale rule as a named preset: build it, replay it, tabulate its defaults.
 
 Taught in notebook ``03_loss_scaling.ipynb`` (section "Every framework's scaler as a preset"; the cross-framework
-table :data:`ampkit.scaling.SCALER_DEFAULTS` is generated here). :func:`preset` builds a fresh rule (a
+table :func:`defaults_table` is generated here). :func:`preset` builds a fresh rule (a
 :class:`ampkit.scaling.replays.ScaleRule`) by name with the framework's own argument names and defaults;
 :func:`ampkit.scaling.replays.replay_flags` / ``replay_grad_max`` run it; :func:`describe` measures what a rule
 does (initial scale, growth, backoff, floor) by feeding it clean and overflowing steps — the table is those

@@ -5,6 +5,8 @@ out of the device's way (and supports none of them on CPU). ampkit teaches the s
 one module each:
 
 ==============  =====================================================================================================
+module          holds
+==============  =====================================================================================================
 ``prefetch``    **data sink** — :class:`DevicePrefetcher`: a background worker moves the next batches to the device
                 ahead of use, so data preparation overlaps compute; :func:`check_batch`, :func:`check_same_device`.
 ``compile``     **graph sink** — :func:`compile_step` / :class:`CompiledStep`: the step compiled once with
@@ -12,14 +14,15 @@ one module each:
 ``cache``       where those compiles keep their kernels (:func:`kit_compile_cache`, entered only while compiling).
 ``loop``        **loop sink** — :func:`loop_sink`: ``sink_size`` steps without reading anything back, then one sync;
                 callbacks (:class:`LossMonitor`) fire once per sink with a :class:`SinkInfo`; a :class:`SinkLog`.
-``model``       :class:`SinkModel`: MindSpore's ``Model`` — all three sinks around one network, loss, optimizer.
+``trainer``     :class:`SinkModel`: MindSpore's ``Model`` — all three sinks around one network, loss, optimizer.
 ``workload``    the lesson's workload: :class:`BatchLoader`, :class:`ManySmallOps`, :func:`count_ops`.
 ``measure``     :class:`Calibration`, :class:`ModeMeasurement`, :class:`RunCosts`, :func:`predict_vs_measured`,
                 :func:`speedup`.
-``bench``       :class:`SinkBench`, :func:`calibrate`, :func:`measure_modes`, :func:`warm_compile_cache`.
+``mode_runs``   :class:`SinkBench`, :func:`calibrate`, :func:`measure_modes`, :func:`warm_compile_cache`.
 ==============  =====================================================================================================
 
-The timeline simulator lives in :mod:`ampkit.timeline`; its views in :mod:`ampkit.widgets.sinking`.
+The timeline simulator lives in :mod:`ampkit.timeline`; its views are :class:`ampkit.widgets.SinkTimeline`,
+:func:`ampkit.widgets.gantt_figure` and :func:`ampkit.widgets.measured_figure`.
 
 Importing this package changes nothing global. The graph sink's compiles use the kit's compile cache
 (``.cache/torchinductor`` in the repository unless ``TORCHINDUCTOR_CACHE_DIR`` is set), entered only while a step

@@ -1,40 +1,66 @@
 """Thin ipywidgets views over ampkit's pure functions; the only part of ampkit that imports ipywidgets.
 
-One module per notebook: ``start`` (00), ``formats`` and ``range_map`` (01), ``precision`` (02), ``scaling`` (03),
-``sinking`` (04), ``amp_doctor`` (05), ``fp8`` and ``fp8_blocks`` (06), ``attention`` (07); ``style`` holds the
-one look they share and ``train`` the live loss plot. Every widget is a class holding its controls as attributes
-(``.slider``, ...) and its last computed state, so tests can set ``.value`` headlessly and check what it shows;
-``.widget`` is what to display.
+Used in every notebook (00–08). Every view is a class holding its controls as attributes (``.slider``, ...) and its
+last computed state, so tests can set ``.value`` headlessly and check what it shows; ``.widget`` is what to
+display. Each derives from :class:`WidgetView`. A notebook imports its views and figure helpers from here.
 
-Names are imported lazily (PEP 562): ``from ampkit.widgets import RoundingSlider`` loads only ``start``, so a
-notebook pays for matplotlib only when it uses a widget that plots.
+==============  ====================================================================================================
+module          notebook: what it holds
+==============  ====================================================================================================
+``start``       00: :class:`RoundingSlider`, :func:`device_speed_figure`
+``formats``     01: :class:`FloatExplorer` (one number in every format, bit by bit)
+``range_map``   01: :class:`RangeMap` (the formats' ranges on one log2 axis)
+``precision``   02: :class:`OLevelPicker` (O0–O3: dtypes per layer, memory)
+``train``       02: :class:`LiveLossPlot` (the live loss plot of a training run)
+``scaling``     03: :class:`VisualLossScaler`, :class:`ScalerReplay`, :data:`PRESET_STYLES`
+``sinking``     04: :class:`SinkTimeline`, :func:`gantt_figure`, :func:`measured_figure`
+``amp_doctor``  05: :class:`AmpDoctor`, :func:`headroom_figure`, :func:`scales_figure`
+``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history)
+``fp8_blocks``  06: :class:`BlockScalingExplorer` (MX blocks and fp32 tiles)
+``attention``   07: :class:`AttentionOverflowView` (attention logits that overflow fp16)
+``style``       every notebook: the one look (:func:`new_figure`, :func:`show`, :func:`dtype_colour`,
+                :func:`mark_nonfinite`, :data:`BAND_COLOURS`, :data:`DTYPE_COLOURS`, ...)
+``view``        :class:`WidgetView`, the base of every view
+``snapshot``    the still picture shown beside each live view; ``figtext``: figure text in the kit's language
+==============  ====================================================================================================
+
+>>> from ampkit.widgets import RangeMap
+>>> RangeMap(("fp16", "bf16"), value=1e-6).marker_x    # log2(1e-6)
+-19.931568569324174
 """
 from __future__ import annotations
 
-import importlib
+from ampkit.widgets.amp_doctor import AmpDoctor, headroom_figure, scales_figure
+from ampkit.widgets.attention import AttentionOverflowView
+from ampkit.widgets.formats import FloatExplorer
+from ampkit.widgets.fp8 import AmaxHistoryExplorer
+from ampkit.widgets.fp8_blocks import BlockScalingExplorer
+from ampkit.widgets.precision import OLevelPicker
+from ampkit.widgets.range_map import RangeMap
+from ampkit.widgets.scaling import PRESET_STYLES, ScalerReplay, VisualLossScaler
+from ampkit.widgets.sinking import SinkTimeline, gantt_figure, measured_figure
+from ampkit.widgets.start import RoundingSlider, device_speed_figure
+from ampkit.widgets.style import (
+    BAND_COLOURS,
+    BAND_LABELS,
+    DTYPE_COLOURS,
+    STATUS_COLOURS,
+    dtype_colour,
+    mark_nonfinite,
+    new_figure,
+    show,
+)
+from ampkit.widgets.train import LiveLossPlot
+from ampkit.widgets.view import WidgetView
 
-_HOME = {
-    "RoundingSlider": "start",
-    "FloatExplorer": "formats",
-    "RangeMap": "range_map",
-    "OLevelPicker": "precision",
-    "VisualLossScaler": "scaling",
-    "ScalerReplay": "scaling",
-    "SinkTimeline": "sinking",
-    "AmpDoctor": "amp_doctor",
-    "AmaxHistoryExplorer": "fp8",
-    "BlockScalingExplorer": "fp8_blocks",
-    "AttentionOverflowView": "attention",
-}
-
-__all__ = list(_HOME)
-
-
-def __getattr__(name: str):
-    if name in _HOME:
-        return getattr(importlib.import_module(f"ampkit.widgets.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'ampkit.widgets' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__all__ = [
+    # the views, one or two per notebook
+    "RoundingSlider", "FloatExplorer", "RangeMap", "OLevelPicker", "VisualLossScaler", "ScalerReplay",
+    "SinkTimeline", "AmpDoctor", "AmaxHistoryExplorer", "BlockScalingExplorer", "AttentionOverflowView",
+    "LiveLossPlot", "WidgetView",
+    # the notebooks' figures
+    "device_speed_figure", "gantt_figure", "measured_figure", "headroom_figure", "scales_figure", "PRESET_STYLES",
+    # the one look
+    "show", "new_figure", "dtype_colour", "mark_nonfinite", "BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS",
+    "STATUS_COLOURS",
+]

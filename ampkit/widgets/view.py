@@ -4,14 +4,14 @@ Every view in :mod:`ampkit.widgets` (``FloatExplorer``, ``RangeMap``, ``Rounding
 ``VisualLossScaler``, ``ScalerReplay``, ``SinkTimeline``, ``AmpDoctor``, ``AmaxHistoryExplorer``,
 ``BlockScalingExplorer``, ``AttentionOverflowView``) derives from it, so each displays the same way: its live
 ``widget`` box with a still picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel.
-No matplotlib here, so ``from ampkit.widgets import RoundingSlider`` stays light. Used in every notebook that shows a
-widget (00–07; 08 has none).
+No matplotlib here (the views that plot import it). Used in every notebook that shows a widget (00–07; 08 has
+none).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only for the annotation: importing ampkit.widgets stays light
+if TYPE_CHECKING:  # only for the annotation
     import ipywidgets
 
 __all__ = ["WidgetView"]
