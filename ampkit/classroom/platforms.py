@@ -148,7 +148,8 @@ def _packaging():
     try:
         from packaging.requirements import Requirement
     except ImportError:  # pragma: no cover - a bare venv
-        from pip._vendor.packaging.requirements import Requirement
+        # pip's vendored copy of the same class (mypy sees two distinct types)
+        from pip._vendor.packaging.requirements import Requirement  # type: ignore[assignment]
     return Requirement
 
 

@@ -86,7 +86,7 @@ def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: byt
             except ValueError:
                 raise web.HTTPError(400, "the body is not JSON") from None
             problem = report_problem(model, body)
-            if problem:
+            if problem or not model:   # report_problem refuses a missing model; the check also tells the type checker
                 raise web.HTTPError(403 if model else 401, problem)
             try:
                 room.add(model["name"], body, clock())

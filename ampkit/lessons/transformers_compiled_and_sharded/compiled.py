@@ -203,7 +203,7 @@ def compile_vs_eager(steps: int = 6, backend: str = "aot_eager", dynamic: bool |
     def build():
         model = small_decoder(seed, **model_kw)
         if fp32_head:
-            model.head = Fp32Region(model.head)
+            model.add_module("head", Fp32Region(model.head))   # replaces the child (models.py types it as a Linear)
         mp = apply_level(model, torch.optim.AdamW(model.parameters(), lr=lr), "O1", dtype)
         scaler = RecordingScaler(torch.amp.GradScaler("cpu")) if dtype == "fp16" else None
         return model, mp, scaler
@@ -287,4 +287,6 @@ def fp32_region_grad(compiled: bool, backward_pass_autocast: str | None = None, 
         with torch.autocast("cpu", dtype=torch.bfloat16 if dtype == "bf16" else torch.float16):
             y = run(torch.ones(1, 4))
         (y * factor).sum().backward()
-    return tuple(model.linear.weight.grad.flatten().tolist())
+    grad = model.linear.weight.grad
+    assert grad is not None  # the backward pass above filled it
+    return tuple(grad.flatten().tolist())
