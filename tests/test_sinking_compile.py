@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from ampkit import sinking
-from ampkit.sinking import mode_runs as sink_bench
 from ampkit.sinking import cache as compile_cache
 from ampkit.sinking import compile as sink_compile
 from ampkit.sinking import compile_step, compile_unavailable_reason
+from ampkit.sinking import mode_runs as sink_bench
 
 
 def test_compile_step_off_runs_eagerly():

@@ -1,7 +1,7 @@
 """AMP across processes: a 2-process data-parallel run on the CPU (gloo, loopback only), started and cleaned up here.
 
 Taught in ``05_amp_in_practice.ipynb``. :func:`run_data_parallel` starts ``world_size`` Python processes (this
-module's ``__main__``), each a rank of a ``torch.distributed`` gloo group on 127.0.0.1, waits for their results
+module's ``_worker``), each a rank of a ``torch.distributed`` gloo group on 127.0.0.1, waits for their results
 with a timeout and always leaves nothing running (each worker is its own process group, killed on any failure).
 
 Modes:
@@ -39,6 +39,10 @@ from ampkit.data import make_blobs
 from ampkit.models import build_model
 
 __all__ = ["RankResult", "run_data_parallel", "STRATEGIES", "SCALERS"]
+
+#: what a spawned worker runs (``python -c``, not ``-m``: the package face imports this module, and runpy warns
+#: when ``-m`` re-runs a module that is already imported)
+_WORKER_CODE = "import json, sys; from ampkit.diagnose.distributed import _worker; _worker(json.loads(sys.argv[1]))"
 
 STRATEGIES: tuple[str, ...] = ("ddp", "sharded")
 SCALERS: tuple[str, ...] = ("torch", "sharded")
@@ -178,9 +182,9 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
                     continue
                 with open(logs[r], "w") as log:
                     try:
-                        procs.append(subprocess.Popen([python or sys.executable, "-m", "ampkit.diagnose.distributed",
-                                                       json.dumps(cfg)], stdout=log, stderr=subprocess.STDOUT,
-                                                      env=env, start_new_session=True))
+                        procs.append(subprocess.Popen([python or sys.executable, "-c", _WORKER_CODE, json.dumps(cfg)],
+                                                      stdout=log, stderr=subprocess.STDOUT, env=env,
+                                                      start_new_session=True))
                     except OSError as e:
                         raise RuntimeError(f"could not start worker process {r} with {python or sys.executable!r}: "
                                            f"{e}") from None
@@ -245,7 +249,3 @@ def _worker(cfg: dict) -> None:
         tmp.replace(cfg["out"])   # atomic: the parent never reads half a file
     finally:
         dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    _worker(json.loads(sys.argv[1]))
