@@ -1,8 +1,9 @@
 """Developer tools for the notebook series (not part of the teaching API).
 
 ``python -m ampkit._nbtools execute notebooks/NN_name.ipynb ...`` re-executes notebooks top to bottom in a
-fresh kernel (this environment's Python), strips stored widget state and saves them; ``hygiene_problems``
-is what ``tests/test_notebook_hygiene.py`` checks.
+fresh kernel (this environment's Python) and saves them with only the kit's browser-drawn views' state
+(:func:`keep_view_state`: a saved notebook moves those views without a kernel); ``hygiene_problems`` is what
+``tests/test_notebook_hygiene.py`` checks.
 """
 from __future__ import annotations
 
@@ -15,16 +16,22 @@ from pathlib import Path
 
 from ampkit._nbstatic import static_view_problems
 
-__all__ = ["execute", "hygiene_problems", "exercise_problems", "NOTEBOOK_NAME", "MAX_BYTES"]
+__all__ = ["execute", "keep_view_state", "view_state_problems", "hygiene_problems", "exercise_problems",
+           "NOTEBOOK_NAME", "MAX_BYTES", "MAX_VIEW_BYTES"]
 
 NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 MAX_BYTES = 1_000_000
+#: The most one saved view may carry (its module, look, words and every state its controls reach).
+MAX_VIEW_BYTES = 200_000
+_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+_REF = re.compile(r"IPY_MODEL_([0-9a-zA-Z_-]+)")
 # Things that must not leak into committed outputs: home folders, temp folders, this checkout's path.
 _PRIVATE = re.compile(r"(/home/[^/\s]+|/root/|/Users/[^/\s]+|[A-Za-z]:\\\\Users\\\\|/tmp/|/private/var/)")
 
 
 def execute(path: str | Path, timeout: int = 600) -> float:
-    """Run a notebook top to bottom in a fresh kernel, in its own folder; save it without widget state.
+    """Run a notebook top to bottom in a fresh kernel, in its own folder; save it with only the kit's views' state.
 
     Returns the wall time in seconds (kernel start included).
     """
@@ -35,14 +42,82 @@ def execute(path: str | Path, timeout: int = 600) -> float:
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0
-    nb.metadata.pop("widgets", None)
+    keep_view_state(nb, path.stem)
     nbformat.write(nb, path)
     return elapsed
+
+
+def _is_kit_view(model: dict) -> bool:
+    return model.get("model_module") == "anywidget" and \
+        str(model.get("state", {}).get("_anywidget_id", "")).startswith("ampkit.")
+
+
+def keep_view_state(nb: dict, name: str) -> None:
+    """Keep, in ``nb``'s metadata, only the state of the kit's browser-drawn views (anywidget models whose class is
+    in ``ampkit``) and of the models they refer to (their layout), and give every widget model id a stable name
+    (``<name>-<n>``, in order of appearance), so that re-executing a notebook does not churn its diff. The views'
+    outputs keep pointing at their models; other widgets (ipywidgets views) keep their still picture only.
+
+    >>> nb = {"metadata": {}, "cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data",
+    ...       "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "f00"}}}]}]}
+    >>> nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"version_major": 2,
+    ...     "version_minor": 0, "state": {"f00": {"model_module": "anywidget", "model_name": "AnyModel",
+    ...     "state": {"_anywidget_id": "ampkit.widgets.start.RoundingSlider", "layout": "IPY_MODEL_l1"}},
+    ...     "l1": {"model_module": "@jupyter-widgets/base", "model_name": "LayoutModel", "state": {}},
+    ...     "x9": {"model_module": "@jupyter-widgets/controls", "model_name": "IntSliderModel", "state": {}}}}}
+    >>> keep_view_state(nb, "00_demo")
+    >>> sorted(nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"])
+    ['00_demo-1', '00_demo-2']
+    >>> nb["cells"][0]["outputs"][0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    '00_demo-1'
+    """
+    saved = nb.get("metadata", {}).pop("widgets", None) or {}
+    models: dict = saved.get(_STATE_MIME, {}).get("state", {})
+    keep: list[str] = []
+
+    def visit(model_id: str) -> None:
+        if model_id in models and model_id not in keep:
+            keep.append(model_id)
+            for ref in _REF.findall(json.dumps(models[model_id].get("state", {}))):
+                visit(ref)
+
+    shown = [out["data"][_VIEW_MIME]["model_id"] for cell in nb.get("cells", []) for out in cell.get("outputs", [])
+             if _VIEW_MIME in out.get("data", {})]
+    for model_id in shown:
+        if _is_kit_view(models.get(model_id, {})):
+            visit(model_id)
+    order = list(dict.fromkeys(shown + keep))
+    rename = {old: f"{name}-{i}" for i, old in enumerate(order, 1)}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(_VIEW_MIME)
+            if view:
+                view["model_id"] = rename[view["model_id"]]
+    if keep:
+        text = json.dumps({rename[m]: models[m] for m in keep})
+        state = json.loads(_REF.sub(lambda m: "IPY_MODEL_" + rename.get(m.group(1), m.group(1)), text))
+        nb["metadata"]["widgets"] = {_STATE_MIME: {"version_major": 2, "version_minor": 0, "state": state}}
+
+
+def view_state_problems(nb: dict) -> list[str]:
+    """What is wrong with a notebook's saved widget state: a model that is not a kit view or one of its parts, a
+    view that carries more than :data:`MAX_VIEW_BYTES`, a model no output shows or refers to."""
+    models = nb.get("metadata", {}).get("widgets", {}).get(_STATE_MIME, {}).get("state", {})
+    problems = []
+    views = [m for m, model in models.items() if _is_kit_view(model)]
+    parts = {ref for m in views for ref in _REF.findall(json.dumps(models[m].get("state", {})))}
+    for m, model in models.items():
+        if m not in views and m not in parts:
+            problems.append(f"stored widget state of {model.get('model_name')} {m}: only the kit's views are saved")
+        size = len(json.dumps(model))
+        if m in views and size > MAX_VIEW_BYTES:
+            problems.append(f"view {m} carries {size} bytes > {MAX_VIEW_BYTES}")
+    return problems
 
 
 def _output_text(output: dict) -> str:
@@ -106,8 +181,7 @@ def hygiene_problems(path: str | Path, repo_root: str | Path | None = None) -> l
     counts = [c.get("execution_count") for c in all_cells if c.get("cell_type") == "code"]
     if counts != list(range(1, len(counts) + 1)):
         problems.append(f"not executed top to bottom in one fresh kernel (execution counts {counts})")
-    if "widgets" in nb.get("metadata", {}):
-        problems.append("stored widget state in metadata.widgets")
+    problems += view_state_problems(nb)
     problems += exercise_problems(cells)
     problems += static_view_problems(cells)
     root = str(Path(repo_root).resolve()) if repo_root else None

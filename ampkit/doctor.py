@@ -138,7 +138,8 @@ def check_package(module: str, dist: str, minimum: str, required: bool = True, w
 
 
 def check_widgets_extension() -> Check:
-    """Is the JupyterLab widgets extension installed? Without it, widgets show as text like ``IntSlider(value=0)``."""
+    """Are the JupyterLab widgets extension and anywidget's installed? Without the first, widgets show as text like
+    ``IntSlider(value=0)``; without the second, the views drawn in the browser show their still picture."""
     name = mark("JupyterLab widgets extension")
     fix = tr("widgets will show as plain text such as 'FloatLogSlider(value=...)'. Install `jupyterlab_widgets` into "
              "the environment that runs JupyterLab (`pip install 'ipywidgets>=8' jupyterlab_widgets`), then restart "
@@ -147,15 +148,21 @@ def check_widgets_extension() -> Check:
         from jupyter_core.paths import jupyter_path
     except ImportError:
         return Check(name, "FAIL", tr("jupyter_core missing"), True, _fix())
-    for base in jupyter_path("labextensions"):
-        pkg = os.path.join(base, "@jupyter-widgets", "jupyterlab-manager", "package.json")
-        if os.path.exists(pkg):
-            try:
-                version = md.version("jupyterlab_widgets")
-            except md.PackageNotFoundError:
-                version = tr("found")
-            return Check(name, "OK", f"@jupyter-widgets/jupyterlab-manager {version}")
-    return Check(name, "FAIL", tr("@jupyter-widgets/jupyterlab-manager not found"), True, fix)
+    found = {ext: any(os.path.exists(os.path.join(base, *ext.split("/"), "package.json"))
+                      for base in jupyter_path("labextensions"))
+             for ext in ("@jupyter-widgets/jupyterlab-manager", "anywidget")}
+    if not found["@jupyter-widgets/jupyterlab-manager"]:
+        return Check(name, "FAIL", tr("@jupyter-widgets/jupyterlab-manager not found"), True, fix)
+    if not found["anywidget"]:
+        return Check(name, "FAIL", tr("anywidget's JupyterLab extension not found"), True,
+                     tr("the views drawn in the browser will show as still pictures. Install `anywidget` into the "
+                        "environment that runs JupyterLab (`pip install anywidget`), then restart JupyterLab and "
+                        "reload the browser tab."))
+    try:
+        version = md.version("jupyterlab_widgets")
+    except md.PackageNotFoundError:
+        version = tr("found")
+    return Check(name, "OK", f"@jupyter-widgets/jupyterlab-manager {version}, anywidget")
 
 
 #: The CPU instruction-set flags (``torch.cpu.get_capabilities()`` keys) that decide which 16-bit dtype is native.
@@ -220,6 +227,7 @@ def run_checks(probe_device: bool = True) -> list[Check]:
         check_package("numpy", "numpy", "1.24"),
         check_package("matplotlib", "matplotlib", "3.7"),
         check_package("ipywidgets", "ipywidgets", "8.0"),
+        check_package("anywidget", "anywidget", "0.9"),
         check_package("jupyterlab", "jupyterlab", "4.0"),
         check_widgets_extension(),
         check_package("tqdm", "tqdm", "4.60"),

@@ -52,7 +52,7 @@ ENGINE_SEAMS = {
     ("ampkit.precision", "ampkit.train"): "levels know no loop",
 }
 #: third-party imports allowed only in some layers.
-THIRD_PARTY = {"ipywidgets": {"widgets"}, "torch": set(MAY_IMPORT) - {"classroom", "shared"},
+THIRD_PARTY = {"ipywidgets": {"widgets"}, "anywidget": {"widgets"}, "torch": set(MAY_IMPORT) - {"classroom", "shared"},
                "matplotlib": {"widgets", "front"}}
 
 #: private names that one module may read from another, and why.

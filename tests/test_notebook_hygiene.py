@@ -56,7 +56,8 @@ def test_hygiene_catches_each_problem(tmp_path):
     cases = {
         "title": _nb([_code(1)]),
         "top to bottom": _nb([title, _code(2), _code(1)]),
-        "widget state": _nb([title, _code(1)], widgets={"state": {}}),
+        "widget state": _nb([title, _code(1)], widgets={"application/vnd.jupyter.widget-state+json": {"state": {
+            "m1": {"model_module": "@jupyter-widgets/controls", "model_name": "IntSliderModel", "state": {}}}}}),
         "error output": _nb([title, _code(1, [{"output_type": "error", "ename": "E", "evalue": "v",
                                                "traceback": []}])]),
         "private path": _nb([title, _code(1, [{"output_type": "stream", "name": "stdout", "text": "/home/alice/x"}])]),

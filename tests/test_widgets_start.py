@@ -10,14 +10,15 @@ from ampkit.widgets import RoundingSlider
 def test_initial_state_and_table():
     demo = RoundingSlider()
     assert [r.fmt for r in demo.rows] == ["float32", "bfloat16", "float16"]
-    assert "float16" in demo.table.value and "0.0999755859375" in demo.table.value
+    still = " ".join(w.value for w in demo.still().children)
+    assert "float16" in still and "0.0999755859375" in still
 
 
 def test_moving_the_slider_updates_rows_and_html():
     demo = RoundingSlider(value=0.1)
-    before = demo.table.value
+    before = demo.still().children[1].value
     demo.slider.value = 1e5
-    assert demo.table.value != before
+    assert demo.still().children[1].value != before
     verdicts = {r.fmt: r.verdict for r in demo.rows}
     assert verdicts == {"float32": "exact", "bfloat16": "rounded", "float16": "overflow to inf"}
     demo.slider.value = 1e-8
@@ -26,13 +27,13 @@ def test_moving_the_slider_updates_rows_and_html():
 
 def test_full_slider_sweep_matches_torch():
     demo = RoundingSlider()
-    for exponent in np.arange(demo.slider.min, demo.slider.max + 1e-9, 0.25):
+    for exponent in np.arange(demo.min_exp, demo.max_exp + 1e-9, 0.25):
         demo.slider.value = float(10 ** exponent)
         value = demo.slider.value
         for row in demo.rows:
             expected = round_trip(value, row.fmt)
             assert row.stored == expected or (math.isnan(row.stored) and math.isnan(expected))
-            assert row.fmt in demo.table.value
+            assert row.fmt in demo.still().children[1].value
 
 
 def test_compare_formats_edge_values():
@@ -57,7 +58,7 @@ def test_fp16_underflow_threshold_in_the_table():
     assert demo.rows[-1].verdict == "flushed to zero" and demo.rows[-1].stored == 0.0
     demo.slider.value = 4e-8
     assert demo.rows[-1].stored == 2.0 ** -24 and demo.rows[-1].verdict == "rounded"
-    assert repr(2.0 ** -24) in demo.table.value
+    assert repr(2.0 ** -24) in demo.still().children[1].value
 
 
 def _fake_report(native, ratios, device="cpu"):
@@ -103,3 +104,20 @@ def test_device_speed_figure_on_this_machine():
     assert len(labels) == len(rep.autocast_dtypes)
     for dt, label in zip(rep.autocast_dtypes, labels):
         assert ("(native here)" in label) == (dt in rep.native)
+
+
+def test_the_front_end_gets_the_engines_limits_and_words():
+    """The browser draws from what the engine sent: each format's limits (ampkit.formats.info) and the words."""
+    demo = RoundingSlider(value=3.0, fmts=("fp16",))
+    assert demo.fmts == ("float16",) and demo.formats[0]["max"] == 65504.0 and demo.formats[0]["via_float32"]
+    assert demo.text["verdicts"]["flushed to zero"] and demo.look["colours"]["band"]["flushed"] == "#8c959f"
+    assert "export default" in demo._esm and "roundTo" in demo._esm
+
+
+def test_bad_values_are_refused_with_a_clear_error():
+    import pytest
+
+    with pytest.raises(ValueError, match="value"):
+        RoundingSlider(value=-1.0)
+    with pytest.raises(ValueError, match="supported formats"):
+        RoundingSlider(fmts=("fp17",))

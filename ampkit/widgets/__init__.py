@@ -1,8 +1,10 @@
 """Thin ipywidgets views over ampkit's pure functions; the only part of ampkit that imports ipywidgets.
 
 Used in every notebook (00–08). Every view is a class holding its controls as attributes (``.slider``, ...) and its
-last computed state, so tests can set ``.value`` headlessly and check what it shows; ``.widget`` is what to
-display. Each derives from :class:`WidgetView`. A notebook imports its views and figure helpers from here.
+last computed state, so tests can set ``.value`` headlessly and check what it shows; ``.widget`` is what to display.
+Each derives from :class:`WidgetView` (its picture drawn in the kernel) or, once moved to the browser, from
+:class:`~ampkit.widgets.front.FrontView` (drawn by an ES module from data the engine sent). A notebook imports its
+views and figure helpers from here.
 
 ==============  ====================================================================================================
 module          notebook: what it holds
@@ -20,7 +22,10 @@ module          notebook: what it holds
 ``attention``   07: :class:`AttentionOverflowView` (attention logits that overflow fp16)
 ``style``       every notebook: the one look (:func:`new_figure`, :func:`show`, :func:`dtype_colour`,
                 :func:`mark_nonfinite`, :data:`BAND_COLOURS`, :data:`DTYPE_COLOURS`, ...)
-``view``        :class:`WidgetView`, the base of every view
+``view``        :class:`WidgetView`, the base of the views whose picture the kernel draws
+``front``       :class:`~ampkit.widgets.front.FrontView`, the base of the views drawn in the browser (an
+                anywidget: an ES module in ``js/``, the one look, words in the kit's language; ``RoundingSlider``
+                first)
 ``snapshot``    the still picture shown beside each live view; ``figtext``: figure text in the kit's language
 ==============  ====================================================================================================
 

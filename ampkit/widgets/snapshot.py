@@ -59,10 +59,11 @@ _BLOCK = ("p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "table", "ul", "
 _STILL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def register_still(widget: W.Widget, still: Callable[[], bytes | None]) -> None:
-    """Let ``still()`` stand for ``widget`` in its still picture: PNG bytes to paste, or ``None`` to leave it out
-    (for example an image whose live view is completed by an HTML overlay: the image's still draws both, and the
-    overlay is left out)."""
+def register_still(widget: W.Widget, still: Callable[[], bytes | W.Widget | None]) -> None:
+    """Let ``still()`` stand for ``widget`` in its still picture: PNG bytes to paste, a widget tree to picture in its
+    place (a view drawn in the browser describes its state with ipywidgets it never displays), or ``None`` to leave
+    it out (for example an image whose live view is completed by an HTML overlay: the image's still draws both, and
+    the overlay is left out)."""
     _STILL[widget] = still
 
 
@@ -174,9 +175,11 @@ def snapshot_items(widget: W.Widget) -> list[tuple[str, str | bytes]]:
         if layout is not None and getattr(layout, "display", None) == "none":
             return
         if w in _STILL:
-            png = _STILL[w]()
-            if png:
-                items.append(("image", png))
+            still = _STILL[w]()
+            if isinstance(still, W.Widget):
+                walk(still)
+            elif still:
+                items.append(("image", still))
         elif isinstance(w, W.Box):
             for child in w.children:
                 walk(child)
@@ -292,7 +295,8 @@ def display_bundle(widget: W.Widget) -> dict:
     """The display data for ``widget``: its live view, a still PNG (base64, as Jupyter messages carry it) and a
     one-line text. Live frontends render the widget view; nbconvert and nbviewer show the PNG when the widget
     state is not stored."""
-    bundle = dict(widget._repr_mimebundle_())
+    shown = widget._repr_mimebundle_()
+    bundle = dict(shown[0] if isinstance(shown, tuple) else shown)   # anywidget's views return (data, metadata)
     bundle["image/png"] = base64.b64encode(snapshot_png(widget)).decode("ascii")
     bundle["text/plain"] = f"[ampkit widget: run the notebook to use it] {tr(NOTE)}"
     return bundle

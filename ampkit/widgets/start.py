@@ -11,11 +11,13 @@ import html
 import math
 
 import ipywidgets as W
+import traitlets
 
+from ampkit._util import check_positive_finite
 from ampkit.device import Ratio, speed_words
-from ampkit.formats import RoundTrip, compare_formats, format_name
+from ampkit.formats import RoundTrip, compare_formats, format_name, info
 from ampkit.i18n import tr
-from ampkit.widgets.view import WidgetView
+from ampkit.widgets.front import VERDICT_COLOURS, FrontView, format_limits
 
 __all__ = ["RoundingSlider", "rounding_table_html", "device_speed_figure"]
 
@@ -38,32 +40,45 @@ def rounding_table_html(rows: list[RoundTrip]) -> str:
     return f"<div class='ampkit-rounding'><p>{typed}</p><table>{head}{''.join(body)}</table></div>"
 
 
-class RoundingSlider(WidgetView):
-    """A log-scale slider (1e-9 … 1e6) and a live table of how each format stores the value.
+class RoundingSlider(FrontView):
+    """A log-scale slider (1e-9 … 1e6) and a live table of how each format stores the value, drawn in the browser
+    (``js/rounding.js``): the rounding is arithmetic on the limits of each format that :func:`ampkit.formats.info`
+    sends, so the view moves without a kernel; with one, :attr:`rows` is the engine's own
+    :func:`ampkit.formats.compare_formats` of the same value (the tests hold the two equal).
 
     >>> demo = RoundingSlider(value=1e-8)
     >>> demo.rows[-1].verdict   # fp16 loses it
     'flushed to zero'
     """
 
+    _front = "rounding"
+    value = traitlets.Float(0.1).tag(sync=True)
+    min_exp = traitlets.Float(-9.0).tag(sync=True)
+    max_exp = traitlets.Float(6.0).tag(sync=True)
+    step = traitlets.Float(0.05).tag(sync=True)
+    formats: traitlets.List[dict] = traitlets.List().tag(sync=True)
+
     def __init__(self, value: float = 0.1, fmts: tuple[str, ...] = ("float32", "bfloat16", "float16")):
-        self.fmts = fmts
-        self.slider = W.FloatLogSlider(value=value, base=10, min=-9, max=6, step=0.05,
-                                       description="value", readout_format=".3e",
-                                       continuous_update=True, layout=W.Layout(width="520px"))
-        self.table = W.HTML()
-        self.rows: list[RoundTrip] = []
-        self.slider.observe(self._on_change, names="value")
-        self._redraw(self.slider.value)
-        self.widget = W.VBox([self.slider, self.table])
+        self.fmts = tuple(info(f).name for f in fmts)
+        super().__init__(value=check_positive_finite("value", value), formats=[format_limits(f) for f in self.fmts])
+        self.rows: list[RoundTrip] = compare_formats(self.value, self.fmts)
 
-    def _on_change(self, change: dict) -> None:
-        self._redraw(change["new"])
+    @property
+    def slider(self) -> RoundingSlider:
+        """The slider's state is the view's ``value`` (``demo.slider.value = 1e5`` moves it, as before)."""
+        return self
 
-    def _redraw(self, value: float) -> None:
-        self.rows = compare_formats(value, self.fmts)
-        self.table.value = rounding_table_html(self.rows)
+    @traitlets.observe("value")
+    def _value_changed(self, change: dict) -> None:
+        self.rows = compare_formats(change["new"], self.fmts)
 
+    def words(self) -> dict:
+        return {"value": tr("value"), "typed": tr("value typed in (float64):"), "format": tr("format"),
+                "stored": tr("stored value"), "error": tr("relative error"), "what": tr("what happened"),
+                "verdicts": {v: tr(v) for v in VERDICT_COLOURS}}
+
+    def still(self) -> W.Widget:
+        return W.VBox([W.HTML(f"{tr('value')}: {self.value:.3e}"), W.HTML(rounding_table_html(self.rows))])
 
 
 def device_speed_figure(rep):

@@ -1,9 +1,12 @@
-"""The one base of the kit's widget views: :class:`WidgetView` (exported by :mod:`ampkit.widgets.style` too).
+"""The base of the kit's views whose picture the kernel draws: :class:`WidgetView` (exported by
+:mod:`ampkit.widgets.style` too).
 
-Every view in :mod:`ampkit.widgets` (``FloatExplorer``, ``RangeMap``, ``RoundingSlider``, ``OLevelPicker``,
+The views in :mod:`ampkit.widgets` that the kernel still draws (``FloatExplorer``, ``RangeMap``, ``OLevelPicker``,
 ``VisualLossScaler``, ``ScalerReplay``, ``SinkTimeline``, ``AmpDoctor``, ``AmaxHistoryExplorer``,
-``BlockScalingExplorer``, ``AttentionOverflowView``) derives from it, so each displays the same way: its live
+``BlockScalingExplorer``, ``AttentionOverflowView``) derive from it, so each displays the same way: its live
 ``widget`` box with a still picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel.
+The views drawn in the browser (``RoundingSlider``) derive from :class:`ampkit.widgets.front.FrontView` and display
+the same way.
 No matplotlib here (the views that plot import it). Used in every notebook that shows a widget (00–07; 08 has
 none).
 """

@@ -207,8 +207,42 @@ class Lab:
                                      && !!document.querySelector(
                                           ".jp-Notebook-ExecutionIndicator[data-status='idle']"); }""",
                    timeout_ms, "Run All to finish")
-        page.wait_for_selector(".jp-OutputArea .widget-slider, .jp-OutputArea .jupyter-widgets", timeout=timeout_ms)
+        page.wait_for_selector(".jp-OutputArea .widget-slider, .jp-OutputArea .jupyter-widgets, "
+                               ".jp-OutputArea .ampkit-front", state="attached", timeout=timeout_ms)
         return page
+
+    def open_saved(self, notebook: str, timeout_ms: int = 120_000, edition: str = ""):
+        """Open ``notebooks/[edition/]<notebook>`` as committed (outputs and saved widget state kept, as a learner
+        who ran it before or trusts it sees it: ``jupyter trust``) and run nothing: the views drawn in the browser
+        come back from the saved widget state, with no kernel behind them."""
+        saved = self.server.root / f"saved-{notebook}"
+        shutil.copyfile(ROOT / "notebooks" / edition / notebook, saved)
+        subprocess.run([sys.executable, "-m", "jupyter", "trust", str(saved)], env=self.server.env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        notebook = saved.name
+        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        self._pages.append(page)
+        page.on("console", lambda msg: self._on_console(notebook, msg))
+        page.on("pageerror", lambda exc: self.console_errors.append(f"{notebook}: page error: {exc}"))
+        page.set_default_timeout(30_000)
+        page.goto(f"{self.server.url}/lab/tree/{notebook}?token={self.server.token}&reset")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+        page.wait_for_selector(".jp-OutputArea .ampkit-front", state="attached", timeout=timeout_ms)
+        return page
+
+    @staticmethod
+    def front_ranges(page):
+        """The range inputs of the kit's views drawn in the browser, in DOM order."""
+        return page.locator(".jp-OutputArea .ampkit-front input[type=range]")
+
+    def move_range(self, page, index: int, key: str = "ArrowRight", presses: int = 1) -> None:
+        """Focus the ``index``-th range input of a browser-drawn view and press ``key`` ``presses`` times."""
+        handle = self.front_ranges(page).nth(index)
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(presses):
+            handle.press(key)
 
     @staticmethod
     def _poll(page, predicate: str, timeout_ms: int, what: str) -> None:

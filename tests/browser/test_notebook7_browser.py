@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
 from test_solutions_browser import NotebookServer, _open_browser_page
 from test_solutions_browser import served as served  # noqa: F401  (the fixture that starts and stops the server)
 
 from ampkit.classroom.copies import write_workshop
+from ampkit.formats import compare_formats
 from conftest import ROOT, Lab
 
 pytestmark = pytest.mark.browser
@@ -69,27 +69,24 @@ def test_notebook7_runs_the_learner_copy_and_its_slider_moves(served, browser):
                                     && shown.every(p => p && /\\[\\d+\\]/.test(p.textContent))
                                     && !!document.querySelector("{IDLE}"); }}""",
                   240_000, "Run All to finish")
-        assert lab.sliders(page).count() >= 1
+        assert lab.front_ranges(page).count() >= 1
         assert page.locator(".jp-Notebook details.ampkit-solution").count() >= 3  # the solutions ran, closed
         before = lab.text(page, TABLE)
         assert "float16" in before and "0.0999755859375" in before  # the slider starts at 0.1
         lab.screenshot(page, "notebook7-00_start_here-before", near=TABLE)
 
-        # A real keyboard move: PageUp on the focused handle (noUiSlider's big step). Not ArrowRight: in Notebook
-        # 7.6.5 it is also the shortcut notebook:move-cursor-heading-below-or-expand (command mode, any focused
-        # element in the notebook), which takes the focus to the next heading and leaves the slider where it was.
-        handle = lab.sliders(page).first.locator(".noUi-handle").first
-        handle.scroll_into_view_if_needed()
-        handle.focus()
-        handle.press("PageUp")
-        page.wait_for_function("(h) => Number(h.getAttribute('aria-valuenow')) > -1", arg=handle.element_handle())
-        exponent = float(handle.get_attribute("aria-valuetext"))  # a log slider: the value is 10**exponent
-        fp16 = repr(float(torch.tensor(10.0 ** exponent, dtype=torch.float64).to(torch.float16)))
-        after = lab.wait_for_text(page, TABLE, fp16, timeout_ms=120_000)  # the kernel answered: fp16's nearest value
-        assert "0.0999755859375" not in after and fp16 != "0.0999755859375"
+        # A real keyboard move: PageUp on the focused range input (Chromium's big step, a tenth of the range: the
+        # exponent -1 -> 0.5). Not ArrowRight: in Notebook 7.6.5 it is also the shortcut
+        # notebook:move-cursor-heading-below-or-expand (command mode), which takes the focus to the next heading.
+        lab.move_range(page, 0, "PageUp")
+        fp16 = repr(compare_formats(10 ** 0.5)[2].stored)
+        after = lab.wait_for_text(page, TABLE, fp16, timeout_ms=120_000)  # fp16's nearest value of 10**0.5
+        assert "0.0999755859375" not in after
         lab.screenshot(page, "notebook7-00_start_here-after", near=TABLE)
 
-        lab.set_readout(page, 0, "70000")  # typing into the readout: 70000 overflows fp16 but not bf16/fp32
+        readout = page.locator(".jp-OutputArea .ampkit-front .ampkit-readout").first
+        readout.fill("70000")   # typing into the readout: 70000 overflows fp16 but not bf16/fp32
+        readout.press("Enter")
         typed = lab.wait_for_change(page, TABLE, after, timeout_ms=120_000)
         assert "overflow to inf" in typed
 

@@ -1,0 +1,124 @@
+"""Views drawn in the browser: the base of the kit's anywidget views (used by notebook 00's :class:`RoundingSlider`
+first; the issue "Views drawn in the browser" moves every view here).
+
+A front view is an ``anywidget.AnyWidget``: an ES module in ``ampkit/widgets/js/`` draws it in the browser (no build
+step, nothing fetched from outside the machine) from small data the Python engine computed and sent as traits.
+The engine stays the truth: the module either selects among states the engine computed or does trivial arithmetic
+(:file:`js/kit.js`: a rounding to a format whose limits the engine sent, a number printed as Python prints it) that
+``tests/browser/test_front_arithmetic_browser.py`` checks against the engine on random inputs.
+
+Every front view carries three shared traits: ``look`` (the kit's one look, :func:`look`, read from
+:mod:`ampkit.widgets.style` — the colours the matplotlib figures use), ``text`` (the view's words in the kit's
+language, through :func:`ampkit.i18n.tr`) and its own state. Because the module and the state travel with the
+widget, a notebook saved with its views' state moves them without a kernel; the still picture beside it
+(:mod:`ampkit.widgets.snapshot`) stays for renderers that run no JavaScript.
+
+>>> sorted(look()["colours"])
+['band', 'dtype', 'status', 'verdict']
+>>> esm("rounding").count("export default")
+1
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets
+import traitlets
+
+from ampkit.formats import FormatInfo, info
+from ampkit.formats.registry import cast
+from ampkit.widgets.style import BAND_COLOURS, DTYPE_COLOURS, STATUS_COLOURS
+
+__all__ = ["FrontView", "look", "esm", "format_limits", "JS_DIR", "VERDICT_COLOURS"]
+
+#: Where the views' ES modules live (shipped inside the package).
+JS_DIR = Path(__file__).with_name("js")
+#: A rounding verdict's colour (ampkit.formats.verdict's words), from the kit's status colours.
+VERDICT_COLOURS = {"exact": STATUS_COLOURS["good"], "rounded": STATUS_COLOURS["neutral"],
+                   "flushed to zero": STATUS_COLOURS["bad"], "overflow to inf": STATUS_COLOURS["bad"],
+                   "overflow to nan": STATUS_COLOURS["bad"], "saturated to max": STATUS_COLOURS["warn"],
+                   "nan": "#8250df", "inf": "#8250df"}
+_CSS = """
+.ampkit-front { font-size: var(--ampkit-font-px); color: #24292f; }
+.ampkit-front .ampkit-control { display: flex; align-items: center; gap: 0.6em; }
+.ampkit-front .ampkit-range { width: 520px; max-width: 70vw; }
+.ampkit-front table { border-collapse: collapse; margin-top: 0.4em; }
+.ampkit-front th, .ampkit-front td { padding: 0.15em 0.9em 0.15em 0; text-align: left; }
+.ampkit-front th { border-bottom: 1px solid #d0d7de; }
+"""
+
+
+def look() -> dict[str, Any]:
+    """The kit's one look as the front ends read it: the same colours as the Python figures, a projector font."""
+    return {"font_px": 14, "colours": {"band": dict(BAND_COLOURS), "dtype": dict(DTYPE_COLOURS),
+                                       "status": dict(STATUS_COLOURS), "verdict": dict(VERDICT_COLOURS)}}
+
+
+def format_limits(fmt: str) -> dict[str, Any]:
+    """What ``js/kit.js``'s ``roundTo`` needs of a format, read from the engine (:func:`ampkit.formats.info`).
+
+    >>> lim = format_limits("fp16")
+    >>> lim["max"], lim["overflow_threshold"], lim["overflows_to"]
+    (65504.0, 65520.0, 'inf')
+    """
+    fi = info(fmt)
+    return {"name": fi.name, "mantissa_bits": fi.mantissa_bits, "emin": fi.emin, "max": fi.max,
+            "overflow_threshold": fi.overflow_threshold, "overflow_tie_up": fi.overflow_tie_up,
+            "overflows_to": fi.overflows_to, "via_float32": _via_float32(fi)}
+
+
+def _via_float32(fi: FormatInfo) -> bool:
+    """Whether torch casts a float64 to ``fi`` through float32 (two roundings; c10's ``Half`` and ``BFloat16`` are
+    built from a ``float``), read from torch: the float64 just below ``fi``'s overflow threshold rounds up to the
+    threshold in float32, and then past ``max`` — only if the cast goes through float32."""
+    if fi.bits >= 32:
+        return False
+    below = math.nextafter(fi.overflow_threshold, 0.0)
+    return not math.isfinite(cast(below, fi.dtype)) or cast(below, fi.dtype) != fi.max
+
+
+@functools.cache
+def esm(name: str) -> str:
+    """The ES module of view ``name``: ``js/kit.js`` (the shared helpers) followed by ``js/<name>.js``."""
+    path = JS_DIR / f"{name}.js"
+    if not path.is_file():
+        views = sorted(p.stem for p in JS_DIR.glob("*.js") if p.stem != "kit")
+        raise ValueError(f"no front end named {name!r}; the views' modules: {', '.join(views)}")
+    return (JS_DIR / "kit.js").read_text(encoding="utf-8") + "\n" + path.read_text(encoding="utf-8")
+
+
+class FrontView(anywidget.AnyWidget):
+    """Base of the views drawn in the browser. A subclass sets ``_front`` (its module's name in ``js/``), builds its
+    ``text`` with :meth:`words` and describes its still picture in :meth:`still`; it is its own ``widget``."""
+
+    _front = ""
+    _css = traitlets.Unicode(_CSS).tag(sync=True)
+    look = traitlets.Dict().tag(sync=True)
+    text = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(_esm=esm(self._front), look=look(), text=self.words(), **kwargs)
+
+    def words(self) -> dict[str, Any]:
+        """The view's words in the kit's language (overridden by each view)."""
+        return {}
+
+    @property
+    def widget(self) -> FrontView:
+        """What to display (the view itself; the ipywidgets views have a box here)."""
+        return self
+
+    def still(self) -> ipywidgets.Widget | bytes | None:
+        """What the still picture shows of the view's current state, for renderers without JavaScript: a widget
+        tree (never displayed; :mod:`ampkit.widgets.snapshot` pictures it), PNG bytes, or ``None``."""
+        return None
+
+    def _ipython_display_(self) -> None:
+        from ampkit.widgets import snapshot
+
+        snapshot.register_still(self, self.still)
+        snapshot.display(self)
