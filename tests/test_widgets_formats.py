@@ -166,41 +166,35 @@ def test_range_map_marker_and_image():
     m = ex.range_map
     png = m.png()
     assert m.marker_x == pytest.approx(math.log2(1e-6)) and png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "2^-19.93" in m.overlay.value
-
-    def marker_left() -> float:
-        return float(re.search(r"class='ampkit-marker' data-x='[^']*' style='position:absolute;left:([\d.]+)px",
-                               m.overlay.value).group(1))
-
-    x_1e6 = marker_left()
+    assert "2^-19.93" in m.label_text and m.marker == "1e-06"   # the front end draws the marker from this
     ex.text.value = "70000"
-    assert m.marker_x == pytest.approx(math.log2(70000)) and "2^16.10" in m.label_text in m.overlay.value
-    # the marker moved right by 36 octaves, in the figure's own pixels (the overlay lies on the PNG)
-    px_per_octave = m.ax.bbox.width / (m.hi - m.lo)
-    assert marker_left() - x_1e6 == pytest.approx((math.log2(70000) - math.log2(1e-6)) * px_per_octave, abs=0.2)
-    assert m.png() is png  # the figure is sent once; a move sends only the overlay
+    assert m.marker_x == pytest.approx(math.log2(70000)) and "2^16.10" in m.label_text and m.marker == "70000.0"
     ex.text.value = "0"
-    assert m.marker_x is None and m.marker_pos is None and "no place" in m.overlay.value
-    assert "ampkit-marker'" not in m.overlay.value
+    assert m.marker_x is None and m.marker_pos is None and "no place" in m.label_text and m.marker == "0.0"
     ex.text.value = "-inf"
-    assert m.marker_x == math.inf and m.marker_pos == m.hi
+    assert m.marker_x == math.inf and m.marker_pos == m.hi and m.marker == "-inf"
     ex.text.value = "nan"
-    assert m.marker_x is None
+    assert m.marker_x is None and m.marker == "nan"
     ex.text.value = "1e-300"  # beyond every format and off the axis: clamped, and said so
-    assert m.marker_pos == m.lo and "off the axis" in m.overlay.value
+    assert m.marker_pos == m.lo and "off the axis" in m.label_text
+    m.set_value(None)
+    assert m.marker == "" and m.label_text == ""
 
 
-def test_range_map_uses_the_kits_band_colours():
-    from matplotlib.colors import to_hex
+def test_range_map_sends_the_engines_bands_and_the_kits_colours():
+    from ampkit.formats import range_bands
+    from ampkit.widgets.front import look
 
     m = RangeMap(("fp16", "e4m3"), value=1.0)
-    bars = [c for c in m.ax.collections]
-    assert len(bars) == 2
-    for bar in bars:
-        assert [to_hex(c) for c in bar.get_facecolors()] == list(style.BAND_COLOURS.values())
-    assert m.fig.dpi == style.DPI and m.fig.get_figwidth() >= 6.5
-    legend = [t.get_text() for t in m.fig.legends[0].get_texts()]
-    assert legend[0] == style.BAND_LABELS["flushed"] and "saturates at ±448" in legend[3]
+    assert [f["name"] for f in m.formats] == ["float16", "float8_e4m3fn"]
+    for f in m.formats:
+        b = range_bands(f["name"], m.lo, m.hi)
+        assert f["bands"] == {"flushed": list(b.flush), "subnormal": list(b.subnormal), "normal": list(b.normal),
+                              "overflow": list(b.overflow)}
+    assert m.look == look() and m.look["colours"]["band"] == style.BAND_COLOURS
+    assert list(m.text["bands"]) == list(style.BAND_COLOURS)
+    assert m.text["bands"]["flushed"] == style.BAND_LABELS["flushed"] and "saturates at ±448" in \
+        m.text["bands"]["overflow"]
 
 
 def test_gradient_range_map_scale_sweep_matches_classify():
@@ -211,21 +205,20 @@ def test_gradient_range_map_scale_sweep_matches_classify():
     assert m.classification == classify(grads, "fp16")
     assert m.classification.zero == 100 / 20_000 and m.classification.subnormal > 0.9  # |g| ~ 1e-6 < 2^-14
     edges0 = np.array(m.hist_edges)
-    png = m.png()
-    lefts0 = [float(x) for x in re.findall(r"<i style='left:([-\d.]+)px", m.overlay.value)]
-    for k in range(int(m.scale_slider.min), int(m.scale_slider.max) + 1):
-        m.scale_slider.value = 2.0 ** k
-        assert m.classification == classify(grads * 2.0 ** k, "fp16")
+    assert m.hist["edges"] == list(edges0) and sum(m.hist["counts"]) == 20_000 - 100
+    for k in range(m.hist["min_exp"], m.hist["max_exp"] + 1):
+        m.scale_exp = k                     # what the front end's slider sets
+        assert m.scale == 2.0 ** k and m.classification == classify(grads * 2.0 ** k, "fp16")
         assert np.array_equal(m.hist_edges, edges0 + k)
-        assert f"values × 2<sup>{k}</sup>" in m.overlay.value and f"2^{k} " in m.summary.value
-        assert f"normal {100 * m.classification.normal:.1f} %" in m.summary.value
-        lefts = [float(x) for x in re.findall(r"<i style='left:([-\d.]+)px", m.overlay.value)]
-        px_per_octave = m.ax_hist.bbox.width / (m.hi - m.lo)
-        assert lefts == pytest.approx([x + k * px_per_octave for x in lefts0], abs=0.11)  # the bars moved k octaves
-    assert m.png() is png
+        assert f"2^{k} " in m.summary and f"normal {100 * m.classification.normal:.1f} %" in m.summary
+        assert m.hist["summaries"][k - m.hist["min_exp"]] == m.summary   # the line the page shows at k
     assert m.classification.normal == 1 - m.classification.zero  # at 2^32 every nonzero gradient is normal
     m.set_scale(2.0 ** 40)  # beyond the slider: 1e-6 * 2^40 ~ 1.1e6 > 65504, most now overflow
     assert 0.5 < m.classification.overflow < 1 and m.classification == classify(grads * 2.0 ** 40, "fp16")
+    assert m.scale_exp == 40 and "2^40 " in m.summary
+    m.set_scale(3.0)   # not a power of two: the scale kept as given
+    assert m.scale == 3.0 and m.classification == classify(grads * 3.0, "fp16") and "scale 3 " in m.summary
+    assert m.png()[:4] == b"\x89PNG"
 
 
 def test_a_slider_move_sends_a_few_small_messages(monkeypatch):
@@ -239,7 +232,7 @@ def test_a_slider_move_sends_a_few_small_messages(monkeypatch):
     for k in range(1, 21):
         ex.slider.value = 2.0 ** (round(math.log2(0.1), 2) + 0.01 * k)
     kinds = {name for name, _ in sent}
-    assert kinds <= {"HTML", "Text", "FloatLogSlider"}, kinds     # no Button, ButtonStyle or Image message
+    assert kinds <= {"HTML", "Text", "FloatLogSlider", "RangeMap"}, kinds    # no Button, ButtonStyle or Image
     assert len(sent) <= 20 * 8
     ex.buttons["float16"][0].click()
     assert ex.value < 0 and all(b.description == "" for bs in ex.buttons.values() for b in bs)
@@ -296,7 +289,7 @@ def test_format_labels_use_the_kits_short_names():
     ex = FloatExplorer(value=1.0, show_map=False)
     assert "<b>fp8 e5m2</b>" in ex.table.value and "<b>bf16</b>" in ex.table.value
     m = RangeMap(("fp16", "e4m3"))
-    assert [t.get_text() for t in m.ax.get_yticklabels()] == ["fp8 e4m3", "fp16"]
+    assert [f["label"] for f in m.formats] == ["fp16", "fp8 e4m3"]
     with pytest.raises(ValueError, match="supported formats"):
         format_label("fp17")
 

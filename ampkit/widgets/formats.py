@@ -7,11 +7,13 @@ Thin views over :mod:`ampkit.formats`: every number shown comes from ``decompose
   fp8 formats store it: bits coloured by field, stored value, error, ulp and neighbours. Click a bit to flip it.
 - :class:`RangeMap` (in ``ampkit.widgets.range_map``, importable from here) — every format on one log2 axis in the
   kit's band colours, with a marker for a value; optionally a histogram of gradients with a loss-scale slider.
+  It is drawn in the browser (``js/rangemap.js``, from the engine's bands); the explorer's controls are still
+  ipywidgets that the kernel answers.
 
 A move sends little to the browser (the learner feels every millisecond between a key press and the redrawn
-view): the range map's PNG is sent once, and its moving parts (the value's marker, the gradient histogram) are
-an HTML overlay on top of it; the bits are one HTML value per format (coloured cells) with transparent buttons
-on top that take the clicks and never change; a value that did not change is not re-sent.
+view): the range map receives only the new value (the page moves its marker); the bits are one HTML value per
+format (coloured cells) with transparent buttons on top that take the clicks and never change; a value that did
+not change is not re-sent.
 """
 from __future__ import annotations
 

@@ -1,6 +1,14 @@
 """Notebook 01 in a real JupyterLab: type values into the float explorer, click a bit, check the bits shown; move
-the loss-scale slider and check the histogram overlay moves."""
+the loss-scale slider of the range map (drawn in the browser, ampkit/widgets/js/rangemap.js) and check what is
+drawn against the engine: the band edges (ampkit.formats.range_bands), the bars (the histogram's edges moved by
+log2(scale)), the marker (log2|value|) and the readout (classify's line at that scale) — run, and from the saved
+notebook with no kernel behind it."""
+import json
+import math
+
 import pytest
+
+from ampkit.formats import range_bands
 
 pytestmark = pytest.mark.browser
 
@@ -43,7 +51,50 @@ MISALIGNED = """() => { const out = {};
       Math.max(Math.abs(c.x - btns[i].x), Math.abs(c.y - btns[i].y), Math.abs(c.width - btns[i].width),
                Math.abs(c.height - btns[i].height))).filter(d => d > 1) : ['count'];
   } return out; }"""
-MARKER_LEFT = "() => parseFloat(document.querySelector('.ampkit-range-overlay .ampkit-marker').style.left)"
+MARKER_LEFT = "() => parseFloat(document.querySelector('.ampkit-rangemap .ampkit-marker').getAttribute('x1'))"
+# What a range map draws, read from its SVG: bands, bars, marker, its label, the readout and the summary line.
+DRAWN = """(i) => { const root = document.querySelectorAll('.jp-OutputArea .ampkit-rangemap')[i];
+  const num = (e, a) => parseFloat(e.getAttribute(a));
+  const m = root.querySelector('.ampkit-marker'), label = root.querySelector('.ampkit-marker-label');
+  return JSON.stringify({
+    bands: [...root.querySelectorAll('.ampkit-band')].map(e => ({fmt: e.dataset.format, band: e.dataset.band,
+      lo: +e.dataset.lo, hi: +e.dataset.hi, x: num(e, 'x'), w: num(e, 'width')})),
+    bars: [...root.querySelectorAll('.ampkit-bar')].map(e => ({lo: +e.dataset.lo, hi: +e.dataset.hi,
+      count: +e.dataset.count, x: num(e, 'x')})),
+    shift: root.querySelector('.ampkit-hist') ? root.querySelector('.ampkit-hist').dataset.shift : null,
+    marker: m ? {x: +m.dataset.x, px: num(m, 'x1')} : null, label: label ? label.textContent : null,
+    readout: (root.querySelector('.ampkit-scale-readout') || {}).textContent || null,
+    summary: (root.querySelector('.ampkit-scale-summary') || {}).textContent || null}); }"""
+
+
+def drawn(page, index: int) -> dict:
+    """What the ``index``-th range map on the page draws (see ``DRAWN``)."""
+    page.locator(".jp-OutputArea .ampkit-rangemap").nth(index).scroll_into_view_if_needed()
+    return json.loads(page.evaluate(DRAWN, index))
+
+
+def check_geometry(d: dict, fmts: tuple[str, ...], lo: float, hi: float) -> float:
+    """The bands drawn are the engine's (range_bands), and every band, bar and the marker sits where its log2 value
+    is on one linear axis (derived from the normal band of the first format). Returns the pixels per octave."""
+    for fmt in fmts:
+        b = range_bands(fmt, lo, hi)
+        want = {"flushed": b.flush, "subnormal": b.subnormal, "normal": b.normal, "overflow": b.overflow}
+        got = {e["band"]: (e["lo"], e["hi"]) for e in d["bands"] if e["fmt"] == fmt}
+        assert got == {k: v for k, v in want.items() if v[1] > v[0]}, fmt
+    ref = next(e for e in d["bands"] if e["fmt"] == fmts[0] and e["band"] == "normal")
+    per = ref["w"] / (ref["hi"] - ref["lo"])
+
+    def px(x: float) -> float:
+        return ref["x"] + (x - ref["lo"]) * per
+
+    for e in d["bands"]:
+        assert e["x"] == pytest.approx(px(e["lo"]), abs=0.01) and e["w"] == pytest.approx(px(e["hi"]) - px(e["lo"]),
+                                                                                        abs=0.01)
+    for bar in d["bars"]:
+        assert bar["x"] == pytest.approx(px(bar["lo"]), abs=0.01)
+    if d["marker"]:
+        assert d["marker"]["px"] == pytest.approx(px(d["marker"]["x"]), abs=0.01)
+    return per
 
 
 def test_explorer_shows_the_bits_of_a_typed_value(lab):
@@ -69,9 +120,11 @@ def test_explorer_shows_the_bits_of_a_typed_value(lab):
     row = wait_for_text(page, FP16_ROW, row)
     assert bits == "0 11110 1111111111"
     assert "65504.0" in row and "exact" in row
-    # the range map's marker (an HTML overlay on the figure) moved right: log2(65504) is about 19.3 octaves above 0.1
+    # the range map's marker (drawn in the browser) moved right: log2(65504) is about 19.3 octaves above 0.1
     page.wait_for_function(f"() => ({MARKER_LEFT})() > {marker_x} + 5", timeout=30_000)
-    assert "2^16.00" in shown(page, ".ampkit-range-overlay .ampkit-marker-label")
+    d = drawn(page, 0)
+    assert d["marker"]["x"] == math.log2(65504) and d["label"] == f"|x| = 6.55e+04 = 2^{math.log2(65504):.2f}"
+    check_geometry(d, ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), -155.0, 135.0)
     exp_cell = page.locator(".ampkit-bits-float16 .ampkit-cell").nth(1)
     assert exp_cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(9, 105, 218)"  # 1: dark blue
 
@@ -98,32 +151,67 @@ def test_explorer_shows_the_bits_of_a_typed_value(lab):
     lab.assert_clean(page)
 
 
-FIRST_BAR = "() => parseFloat(document.querySelector('.ampkit-hist i').style.left)"
+def _engine_grad_map():
+    """The notebook's gradient map, rebuilt by running the notebook's own cells (imports, the model, the map)."""
+    from pathlib import Path
+
+    from ampkit.widgets import RangeMap
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "01_fp16_range.ipynb").read_text())
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    ns: dict = {"RangeMap": RangeMap}
+    for src in code[:1] + [c for c in code if c.startswith("model = build_model")] + \
+            [c for c in code if c.startswith("grad_map = RangeMap")]:
+        exec(src, ns)  # noqa: S102 - the notebook's own code
+    return ns["grad_map"]
+
+
+def _check_scale(d: dict, m, k: int) -> None:
+    """The page at loss scale 2**k shows the engine's numbers: bars at the engine's edges, its summary line."""
+    m.scale_exp = k
+    assert d["shift"] == str(k) and d["readout"] == str(2 ** k)
+    assert d["summary"] == m.summary, (d["summary"], m.summary)
+    edges = m.hist_edges
+    want = [(edges[i], edges[i + 1], c) for i, c in enumerate(m.hist["counts"]) if c > 0]
+    assert [(b["lo"], b["hi"], b["count"]) for b in d["bars"]] == want
+    check_geometry(d, ("float16",), m.lo, m.hi)
 
 
 def test_loss_scale_slider_moves_the_gradient_histogram(lab):
+    m = _engine_grad_map()
     page = lab.open_and_run("01_fp16_range.ipynb")
-    maps = page.locator(".ampkit-range-map")
+    maps = page.locator(".jp-OutputArea .ampkit-rangemap")
     assert maps.count() == 2  # the explorer's range map and the gradient map
-    grad_img = maps.nth(1)
-    grad_img.scroll_into_view_if_needed()
-    src = grad_img.get_attribute("src")
-    assert page.locator(".ampkit-hist").count() == 1 and page.locator(".ampkit-hist i").count() > 5
-    bar0 = page.evaluate(FIRST_BAR)
-    # sliders in DOM order: the explorer's |value| slider, then the loss-scale slider
-    lab.move_slider(page, 1, "ArrowRight", presses=8)
-    page.wait_for_function("() => document.querySelector('.ampkit-hist').dataset.shift === '8'", timeout=30_000)
-    # the bars moved 8 octaves right, in the figure's pixels: 8 * (axes width / axis span); the figure stays
-    octave_px = page.evaluate(f"() => ({FIRST_BAR})() - {bar0}") / 8
-    assert 10 < octave_px < 30, octave_px   # 800 px figure, ~720 px axes over 50 octaves: ~14 px per octave
-    assert grad_img.get_attribute("src") == src
-    readout = lab.sliders(page).nth(1).locator(".widget-readout").first.inner_text()
-    assert readout.strip() == "256"
-    # the kernel has processed all eight presses when its summary line says 2^8
-    page.wait_for_function(
-        "() => (document.querySelector('.ampkit-scale-summary') || {}).textContent?.includes('= 2^8 ')",
-        timeout=30_000)
-    summary = shown(page, ".ampkit-scale-summary")
-    assert summary.startswith("scale 256 = 2^8 · fp16: flushed")
-    lab.screenshot(page, "01_fp16_range-gradient-map")
+    d = drawn(page, 1)
+    _check_scale(d, m, 0)
+    # the range inputs of the views drawn in the browser: the loss-scale slider is the only one
+    lab.move_range(page, 0, "ArrowRight", presses=8)
+    page.wait_for_function("() => document.querySelectorAll('.ampkit-hist')[0].dataset.shift === '8'",
+                           timeout=30_000)
+    d8 = drawn(page, 1)
+    _check_scale(d8, m, 8)
+    per = check_geometry(d8, ("float16",), m.lo, m.hi)
+    assert d8["bars"][0]["x"] - d["bars"][0]["x"] == pytest.approx(8 * per, abs=0.01)   # 8 octaves right
+    assert d8["summary"].startswith("scale 256 = 2^8 · fp16: flushed")
+    lab.screenshot(page, "01_fp16_range-gradient-map", near=".ampkit-scale-summary")
     lab.assert_clean(page)
+
+
+def test_gradient_map_moves_without_a_kernel(lab):
+    """The saved notebook's gradient map, nothing run: every key press redraws from the saved state alone, and
+    what is drawn is what the engine computes for that scale."""
+    m = _engine_grad_map()
+    page = lab.open_saved("01_fp16_range.ipynb")
+    page.locator(".jp-OutputArea .ampkit-rangemap").first.wait_for(timeout=60_000)
+    assert page.locator(".jp-OutputArea .ampkit-rangemap").count() == 1   # the explorer needs a kernel: its still
+    _check_scale(drawn(page, 0), m, 0)
+    k = 0
+    for key, presses in (("ArrowRight", 5), ("ArrowRight", 9), ("ArrowLeft", 3), ("End", 1), ("Home", 1),
+                         ("PageUp", 1)):
+        lab.move_range(page, 0, key, presses=presses)
+        want = {"ArrowRight": k + presses, "ArrowLeft": k - presses, "End": 32, "Home": 0}.get(key)
+        d = drawn(page, 0)
+        k = int(d["shift"]) if want is None else want
+        assert d["shift"] == str(k), (key, d["shift"], k)
+        _check_scale(d, m, k)
+    lab.screenshot(page, "01_fp16_range-no-kernel", near=".ampkit-scale-summary")
