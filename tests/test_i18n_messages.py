@@ -67,7 +67,7 @@ def _scaler_readout() -> str:
     from ampkit.widgets.scaling import VisualLossScaler
 
     v = VisualLossScaler(torch.tensor([2.0**-30, 2.0**-20, 1e-3]), log2_scale=0)
-    return v.readout.value, v.dtype.description
+    return v.readout_html, v.text["format"]
 
 
 def test_widget_readout_english(en):

@@ -1,10 +1,11 @@
 """Notebook 03's widgets: the visual loss scaler and the dynamic-scaler replay (with every framework's preset).
 
 Thin views over :mod:`ampkit.scaling` (``scale_sweep``, ``safe_window``, ``log2_histogram``, ``replay``,
-``log2_ceiling``, :func:`ampkit.scaling.presets.replay_presets`) and
-:func:`ampkit.formats.range_bands`. Each builds its matplotlib figure once (``ampkit.widgets.style``: the kit's band
-colours, dpi and size), updates artists on a change and shows the figure as PNG bytes in an ``ipywidgets.Image``
-at the figure's own pixel width; rendered images are cached by their inputs.
+``log2_ceiling``, :func:`ampkit.scaling.presets.replay_presets`) and :func:`ampkit.formats.range_bands`.
+:class:`VisualLossScaler` is drawn in the browser (:class:`ampkit.widgets.front.FrontView`, ``js/scaler.js``) from
+the sweep of every slider position the engine computed when it started. :class:`ScalerReplay` builds its matplotlib
+figure once (``ampkit.widgets.style``: the kit's band colours, dpi and size), updates artists on a change and shows
+the figure as PNG bytes in an ``ipywidgets.Image`` at the figure's own pixel width; images are cached by inputs.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from collections.abc import Sequence
 
 import ipywidgets as W
 import torch
+import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.legend import Legend
-from matplotlib.patches import Rectangle
 
 from ampkit.formats import format_name, range_bands
 from ampkit.i18n import mark, tr
@@ -32,6 +33,7 @@ from ampkit.scaling import (
 )
 from ampkit.scaling.presets import PRESETS, replay_presets
 from ampkit.widgets.figtext import localize
+from ampkit.widgets.front import FrontView
 from ampkit.widgets.style import (
     BAND_COLOURS,
     BAND_LABELS,
@@ -42,6 +44,7 @@ from ampkit.widgets.style import (
     blit_png,
     dtype_colour,
     new_figure,
+    png_bytes,
 )
 
 __all__ = ["VisualLossScaler", "ScalerReplay", "scaler_readout_html", "replay_readout_html", "preset_readout_html",
@@ -61,6 +64,7 @@ _SKIP_MARK, _APPLIED_MARK = "x", "X"
 DTYPE_CHOICES: tuple[tuple[str, str], ...] = (("fp16", "float16"), ("bf16", "bfloat16"),
                                               ("fp8 e4m3", "float8_e4m3fn"), ("fp8 e5m2", "float8_e5m2"))
 _XLIM = (-72, 40)
+_SLIDER = (-8, 40)   # the visual scaler's log2(scale) slider: every position is swept when the view starts
 _WIDTH_IN, _HEIGHT_IN = 7.0, 3.0
 _REPLAY_HEIGHT_IN = 3.8   # the replay: room for the presets' legend
 _WIDTH_PX = int(_WIDTH_IN * DPI)   # the Image widget shows the figure at its own pixel width: no blur
@@ -89,82 +93,120 @@ def scaler_readout_html(report: ScaleReport, window: tuple[int, int] | None) -> 
             f"<span class='ampkit-window'>{win}</span></div>")
 
 
-class VisualLossScaler(WidgetView):
-    """Gradient magnitudes (log2 histogram) over a format's bands; a log2(scale) slider shifts them live.
+class VisualLossScaler(FrontView):
+    """Gradient magnitudes (log2 histogram) over a format's bands; a log2(scale) slider shifts them, drawn in the
+    browser (``js/scaler.js``). The engine sweeps every slider position of every offered format when the view is
+    built (:func:`ampkit.scaling.scale_sweep`, :func:`ampkit.scaling.safe_window`) and sends that sweep as the view's
+    state; the page only SELECTS the position's numbers (the readout's percentages are the engine's own strings), so
+    the view moves without a kernel. :attr:`state` and :attr:`window` are the engine's report for the position.
 
     ``values``: gradient values captured in fp32 (e.g. :func:`ampkit.scaling.capture_gradients`).
 
     >>> v = VisualLossScaler(torch.tensor([2.0**-30, 2.0**-20, 1e-3]), log2_scale=0)
     >>> round(v.state.flushed, 3), v.window
     (0.333, (6, 25))
+    >>> v.log2_scale = 26; v.state.overflow > 0
+    True
     """
+
+    _front = "scaler"
+    log2_scale = traitlets.Int(0).tag(sync=True)
+    fmt = traitlets.Unicode("float16").tag(sync=True)
+    min_log2 = traitlets.Int(_SLIDER[0]).tag(sync=True)
+    max_log2 = traitlets.Int(_SLIDER[1]).tag(sync=True)
+    xlim: traitlets.List[int] = traitlets.List(list(_XLIM)).tag(sync=True)
+    formats: traitlets.List[dict] = traitlets.List().tag(sync=True)
+    hist = traitlets.Dict().tag(sync=True)
+    sweep = traitlets.Dict().tag(sync=True)
 
     def __init__(self, values: torch.Tensor, fmt: str = "float16", log2_scale: int = 0):
         if not isinstance(values, torch.Tensor) or values.numel() == 0:
             raise TypeError(tr("values must be a non-empty tensor of gradient values (see capture_gradients)"))
         self.values = values.detach().reshape(-1).float()
-        self.slider = W.IntSlider(value=log2_scale, min=-8, max=40, step=1, description="log2(scale)",
-                                  continuous_update=True, layout=W.Layout(width="520px"))
-        self.dtype = W.ToggleButtons(options=list(DTYPE_CHOICES), value=format_name(fmt), description=tr("format"))
-        self.readout = W.HTML()
-        self.readout.add_class("ampkit-scale-readout-box")
-        self.image = W.Image(format="png", width=_WIDTH_PX)
-        self.image.add_class("ampkit-scale-plot")
-        self._edges, self._frac = log2_histogram(self.values, lo=_XLIM[0] - 40, hi=_XLIM[1], bins_per_octave=1)
-        self._windows: dict[str, tuple[int, int] | None] = {}
+        fmt = format_name(fmt)
+        names = [name for _, name in DTYPE_CHOICES]
+        if fmt not in names:
+            raise ValueError(tr("the visual scaler offers {names}; got {fmt!r}", names=", ".join(names), fmt=fmt))
+        edges, frac = log2_histogram(self.values, lo=_XLIM[0] - 40, hi=_XLIM[1], bins_per_octave=1)
         self._reports: dict[tuple[str, int], ScaleReport] = {}
-        self._pngs: dict[tuple[str, int], bytes] = {}
-        self._backgrounds: dict[str, object] = {}
-        self._build_figure()
-        self.state: ScaleReport
-        self.window: tuple[int, int] | None
-        self.slider.observe(self._on_change, names="value")
-        self.dtype.observe(self._on_change, names="value")
-        self._update()
-        self.widget = W.VBox([self.dtype, self.slider, self.readout, self.image])
+        self._windows: dict[str, tuple[int, int] | None] = {}
+        sweep = {}
+        for name in names:   # every slider position of every format, computed once, sent as the view's state
+            reports = scale_sweep(self.values, name, *_SLIDER)
+            self._reports.update({(name, k): r for k, r in reports.items()})
+            self._windows[name] = window = safe_window(self.values, name, *_SLIDER, sweep=reports)
+            b = range_bands(name, lo=_XLIM[0], hi=_XLIM[1])
+            sweep[name] = {
+                "pct": [[_pct(r.flushed), _pct(r.subnormal), _pct(r.overflow)] for r in reports.values()],
+                "window": None if window is None else list(window),
+                "bands": {"flushed": list(b.flush), "subnormal": list(b.subnormal), "normal": list(b.normal),
+                          "overflow": list(b.overflow)}}
+        self.state: ScaleReport = self._reports[(fmt, 0)]
+        self.window: tuple[int, int] | None = self._windows[fmt]
+        super().__init__(fmt=fmt, formats=[{"label": label, "name": name} for label, name in DTYPE_CHOICES],
+                         hist={"edges": [float(e) for e in edges], "frac": [float(f) for f in frac]},
+                         sweep=sweep)
+        self.log2_scale = log2_scale
+        self._select(None)
 
-    def _build_figure(self) -> None:
-        self.fig = new_figure(_WIDTH_IN, _HEIGHT_IN, layout=None)   # fixed layout: the blitted artists stay put
-        self.ax = self.fig.add_subplot()
-        self._bands = {}
-        for name, colour in BAND_COLOURS.items():
-            rect = Rectangle((0, 0), 0, 1, color=colour, alpha=0.18, lw=0, label=BAND_LABELS[name],
-                             transform=self.ax.get_xaxis_transform())
-            self.ax.add_patch(rect)
-            self._bands[name] = rect
-        self._stairs = self.ax.stairs(self._frac.numpy(), self._edges.numpy(), fill=True, color="#0969da",
-                                      alpha=0.8, label="gradients × scale")
-        self.ax.set_xlim(*_XLIM)
-        self.ax.set_ylim(0, max(0.05, float(self._frac.max()) * 1.15))
-        self.ax.set_xlabel("log2 |gradient × scale|  (powers of two; each bar is one octave)")
-        self.ax.set_ylabel("fraction of nonzero values")
-        self.ax.legend(loc="upper left", fontsize=8, ncol=1)
-        self.fig.tight_layout(rect=(0, 0, 1, 0.9))
-        # a figure-level title at a fixed place (an axes title would be re-positioned by each full draw)
-        self._title = self.fig.text(0.5, 0.97, "", ha="center", va="top", fontsize=11)
+    @traitlets.validate("log2_scale")
+    def _valid_scale(self, proposal: dict) -> int:
+        k = proposal["value"]
+        if not self.min_log2 <= k <= self.max_log2:
+            raise traitlets.TraitError(tr("log2_scale must be an integer in [{lo}, {hi}]; got {k}", lo=self.min_log2,
+                                          hi=self.max_log2, k=k))
+        return k
 
-    def _update(self) -> None:
-        fmt, k = self.dtype.value, int(self.slider.value)
-        key = (fmt, k)
-        if fmt not in self._windows:   # every slider position of this format, computed once
-            sweep = scale_sweep(self.values, fmt, self.slider.min, self.slider.max)
-            self._reports.update({(fmt, j): r for j, r in sweep.items()})
-            self._windows[fmt] = safe_window(self.values, fmt, sweep=sweep)
-        self.state, self.window = self._reports[key], self._windows[fmt]
-        self.readout.value = scaler_readout_html(self.state, self.window)
-        b = range_bands(fmt, lo=_XLIM[0], hi=_XLIM[1])
-        for name, (lo, hi) in (("flushed", b.flush), ("subnormal", b.subnormal), ("normal", b.normal),
-                               ("overflow", b.overflow)):
-            self._bands[name].set_x(lo)
-            self._bands[name].set_width(max(0.0, hi - lo))
-        self._stairs.set_data(self._frac.numpy(), (self._edges + k).numpy())
-        self._title.set_text(f"{fmt}: gradients × $2^{{{k}}}$ — flushed {_pct(self.state.flushed)}, "
-                             f"overflow {_pct(self.state.overflow)}")
-        if key not in self._pngs:      # the artists always follow the state; only the PNG is cached
-            if fmt not in self._backgrounds:   # axes + this format's bands, drawn once per format
-                self._backgrounds[fmt] = blit_background(self.fig, (self._stairs, self._title))
-            self._pngs[key] = blit_png(self.fig, self._backgrounds[fmt], (self._stairs, self._title))
-        self.image.value = self._pngs[key]
+    @traitlets.validate("fmt")
+    def _valid_fmt(self, proposal: dict) -> str:
+        fmt = format_name(proposal["value"])
+        if self.sweep and fmt not in self.sweep:
+            raise traitlets.TraitError(tr("the visual scaler offers {names}; got {fmt!r}", names=", ".join(self.sweep),
+                                          fmt=fmt))
+        return fmt
+
+    @traitlets.observe("log2_scale", "fmt")
+    def _select(self, change: dict | None) -> None:
+        if self._reports:
+            self.state, self.window = self._reports[(self.fmt, self.log2_scale)], self._windows[self.fmt]
+
+    @property
+    def readout_html(self) -> str:
+        """The readout of the current position, as the page shows it (for the still picture and the tests)."""
+        return scaler_readout_html(self.state, self.window)
+
+    def words(self) -> dict:
+        return {"scale": "log2(scale)", "format": tr("format"),
+                "head": tr("<b>scale 2<sup>{k}</sup> in {fmt}</b>: "), "flushed": tr("flushed to zero {pct}"),
+                "subnormal": tr("subnormal {pct}"), "overflow": tr("overflow {pct}"),
+                "of_what": tr("(of the nonzero gradient values)"),
+                "safe": tr("safe window (no overflow, ≤ {pct:g} % flushed):", pct=100 * SAFE_MAX_FLUSHED),
+                "none": tr("none in range — no power-of-two scale keeps every gradient"),
+                "bands": [[n, tr(label)] for n, label in BAND_LABELS.items()], "bars": tr("gradients × scale"),
+                "xlabel": tr("log2 |gradient × scale|  (powers of two; each bar is one octave)"),
+                "ylabel": tr("fraction of nonzero values")}
+
+    def still(self) -> W.Widget:
+        return W.VBox([W.HTML(f"log2(scale) = {self.log2_scale}, {tr('format')}: {self.fmt}"),
+                       W.HTML(self.readout_html), W.Image(value=_still_png(self), format="png", width=_WIDTH_PX)])
+
+
+def _still_png(v: VisualLossScaler) -> bytes:
+    """The histogram over the format's bands at the view's position, as a PNG (renderers without JavaScript)."""
+    fig = new_figure(_WIDTH_IN, _HEIGHT_IN)
+    ax = fig.add_subplot()
+    for name, (lo, hi) in v.sweep[v.fmt]["bands"].items():
+        ax.axvspan(lo, hi, color=BAND_COLOURS[name], alpha=0.18, lw=0, label=BAND_LABELS[name])
+    edges, frac = v.hist["edges"], v.hist["frac"]
+    ax.stairs(frac, [e + v.log2_scale for e in edges], fill=True, color="#0969da", alpha=0.8, label="gradients × scale")
+    ax.set_xlim(*_XLIM)
+    ax.set_ylim(0, max(0.05, max(frac) * 1.15))
+    ax.set_xlabel("log2 |gradient × scale|  (powers of two; each bar is one octave)")
+    ax.set_ylabel("fraction of nonzero values")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(f"{v.fmt}: gradients × $2^{{{v.log2_scale}}}$ — flushed {_pct(v.state.flushed)}, "
+                 f"overflow {_pct(v.state.overflow)}", fontsize=11)
+    return png_bytes(fig)
 
 
 def replay_readout_html(r: Replay) -> str:

@@ -1,6 +1,9 @@
 """The Chinese edition in a real browser: JupyterLab with the official zh-CN language pack (as `make lab LANG=zh_CN`
 sets it up) opens notebooks/zh_CN/03, runs it, moves the loss scaler's slider; the slider's label is Chinese and
-the readout, computed by the kernel, is Chinese and shows the kernel's number. Screenshots to look at."""
+the readout is Chinese and shows the engine's number. Screenshots to look at.
+
+The scaler is drawn in the browser (js/scaler.js) since #30; until notebooks/zh_CN/03 is rebuilt it may still hold
+the ipywidgets view (a noUi slider): the test drives whichever of the two the notebook shows."""
 import re
 
 import pytest
@@ -40,7 +43,9 @@ def test_chinese_notebook_in_chinese_jupyterlab(lab_zh):
     heading = lab_zh.text(page, ".jp-MarkdownOutput h1")
     assert CJK.search(heading), heading                               # the lesson is in Chinese
 
-    label = lab_zh.text(page, ".jp-OutputArea .widget-slider .widget-label")
+    front = page.locator(".jp-OutputArea .ampkit-scaler").count() > 0       # drawn in the browser (#30), or not yet
+    label = lab_zh.text(page, ".jp-OutputArea .ampkit-scaler label span" if front else
+                        ".jp-OutputArea .widget-slider .widget-label")
     assert CJK.search(label) or label.startswith("log2"), label
     start = shown(page, READOUT)
     assert CJK.search(start), start                                    # the readout is Chinese ...
@@ -48,7 +53,7 @@ def test_chinese_notebook_in_chinese_jupyterlab(lab_zh):
     page.locator(PLOT).first.scroll_into_view_if_needed()
     lab_zh.screenshot(page, "zh_CN-03-scaler-before")
 
-    lab_zh.move_slider(page, 0, "ArrowRight", presses=4)             # scale 2**4
+    (lab_zh.move_range if front else lab_zh.move_slider)(page, 0, "ArrowRight", presses=4)   # scale 2**4
     after = lab_zh.wait_for_text(page, READOUT, "24")
     assert CJK.search(after) and _percent(after) == expected_flushed(4).replace(" ", "") != _percent(start)
     page.locator(PLOT).first.scroll_into_view_if_needed()
