@@ -1,6 +1,8 @@
-"""Slider latency as the learner feels it: a key press in Chromium -> the kernel-drawn view redrawn.
+"""Slider latency as the learner feels it: a key press in Chromium -> the view redrawn.
 
-For every slider widget of notebooks 00-04 this starts JupyterLab with the browser tests' harness
+Views drawn in the kernel (ipywidgets + a PNG) and views drawn in the browser (``ampkit.widgets.front``: the page
+redraws by itself, so they are also measured in the saved notebook with no kernel behind them, ``saved``) are
+measured the same way. For every slider widget of notebooks 00-04 this starts JupyterLab with the browser tests' harness
 (``tests/browser/conftest.py``: ``LabServer``, ``Lab``), runs the notebook (Run All), focuses the widget's slider
 and presses an arrow key about 15 times. In the page, a ``keydown`` listener stamps the press and a
 ``MutationObserver`` on the widget's output area stamps every change of the kernel-drawn view (figure, table,
@@ -11,7 +13,8 @@ with ``performance.now()``. After each press it waits until the view has been qu
   about: the learner sees the whole new state only then);
 - **first change** = key press -> the first change (when something starts to move).
 
-Target: <= 100 ms median view-redrawn latency for every widget. Prints median and p90 per widget and yes/NO;
+Target: <= 100 ms median view-redrawn latency for every kernel-drawn widget; <= 16 ms (one frame at 60 Hz) for
+every view drawn in the browser (issue "Views drawn in the browser"). Prints median and p90 per widget and yes/NO;
 the exit status is 0 either way (timings depend on the machine and its load; other jobs on a 2-core machine
 shift them by tens of ms). Skips, with a message, when no chromium or no playwright is found.
 
@@ -33,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 100.0
+FRONT_TARGET_MS = 16.0
 QUIET_MS = 600          # a press's redraw is over when the view has not changed for this long
 PRESS_TIMEOUT_MS = 30_000
 R, L = "ArrowRight", "ArrowLeft"
@@ -49,17 +53,32 @@ class Case:
     nth: int = 0
     warmup: list[str] = field(default_factory=list)   # presses before measuring (e.g. fill a cache)
     note: str = ""
+    front: bool = False      # drawn in the browser: the slider is the view's own <input type=range>
+    saved: bool = False      # the committed notebook opened and not run: no kernel behind the view
+
+    @property
+    def target(self) -> float:
+        return FRONT_TARGET_MS if self.front else TARGET_MS
 
 
 SLIDERS = ".jp-OutputArea .widget-slider"
+RANGES = ".jp-OutputArea .ampkit-front input[type=range]"
 CASES = [
-    Case("00_start_here.ipynb", "RoundingSlider", SLIDERS, [R] * 8 + [L] * 7),
+    Case("00_start_here.ipynb", "RoundingSlider", RANGES, [R] * 8 + [L] * 7, front=True),
+    Case("00_start_here.ipynb", "RoundingSlider", RANGES, [R] * 8 + [L] * 7, front=True, saved=True,
+         note="saved notebook, no kernel"),
     Case("01_fp16_range.ipynb", "FloatExplorer", ".ampkit-explorer-slider", [R] * 8 + [L] * 7),
-    Case("01_fp16_range.ipynb", "RangeMap (gradients)", ".ampkit-scale-slider", [R] * 8 + [L] * 7),
+    Case("01_fp16_range.ipynb", "RangeMap (gradients)", ".jp-OutputArea .ampkit-rangemap input[type=range]",
+         [R] * 8 + [L] * 7, front=True),
+    Case("01_fp16_range.ipynb", "RangeMap (gradients)", ".jp-OutputArea .ampkit-rangemap input[type=range]",
+         [R] * 8 + [L] * 7, front=True, saved=True, note="saved notebook, no kernel"),
     Case("02_autocast_and_levels.ipynb", "OLevelPicker", ".ampkit-olevel-slider", ([L] * 3 + [R] * 3) * 2 + [L] * 3,
          warmup=[R, R, R], note="cached level moves (each level trained once during the warm-up)"),
-    Case("03_loss_scaling.ipynb", "VisualLossScaler", SLIDERS, [R] * 8 + [L] * 7, nth=0),
-    Case("03_loss_scaling.ipynb", "ScalerReplay", SLIDERS, [R] * 8 + [L] * 7, nth=2,
+    Case("03_loss_scaling.ipynb", "VisualLossScaler", ".jp-OutputArea .ampkit-scaler input.ampkit-scale-range",
+         [R] * 8 + [L] * 7, front=True),
+    Case("03_loss_scaling.ipynb", "VisualLossScaler", ".jp-OutputArea .ampkit-scaler input.ampkit-scale-range",
+         [R] * 8 + [L] * 7, front=True, saved=True, note="saved notebook, no kernel"),
+    Case("03_loss_scaling.ipynb", "ScalerReplay", SLIDERS, [R] * 8 + [L] * 7, nth=1,
          note="the 'growth every' slider"),
     Case("04_data_sinking.ipynb", "SinkTimeline", SLIDERS, [L] * 2 + [R] * 8 + [L] * 5, nth=0,
          note="the sink_size slider"),
@@ -76,7 +95,7 @@ INSTALL_JS = """(slider) => {
     const now = performance.now();
     for (const r of records) {
       const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-      if (el && el.closest('.widget-slider')) continue;   // the slider's own handle and readout
+      if (el && (el.closest('.widget-slider') || el.matches('input'))) continue;   // the slider itself, its readout
       if (st.first === null) st.first = now;
       st.last = now; st.n += 1;
       break;
@@ -120,7 +139,7 @@ def measure(lab, page, case: Case) -> dict:
     slider = page.locator(case.slider).nth(case.nth)
     slider.scroll_into_view_if_needed()
     page.evaluate(INSTALL_JS, slider.element_handle())
-    handle = slider.locator(".noUi-handle").first
+    handle = slider if case.front else slider.locator(".noUi-handle").first
     handle.focus()
     for key in case.warmup:
         press_and_measure(page, handle, key)
@@ -159,13 +178,16 @@ def main(argv: list[str]) -> int:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=chromium, headless=True, args=harness.CHROMIUM_ARGS)
                 try:
-                    for notebook in dict.fromkeys(c.notebook for c in cases):
+                    for notebook, saved in dict.fromkeys((c.notebook, c.saved) for c in cases):
                         lab = harness.Lab(server, browser)
                         try:
-                            page = lab.open_and_run(notebook, timeout_ms=240_000)
+                            if saved:
+                                page = lab.open_saved(notebook)
+                            else:
+                                page = lab.open_and_run(notebook, timeout_ms=240_000)
                             lab.wait_idle(page)
                             page.wait_for_timeout(1000)   # let the last widget renders settle
-                            for case in (c for c in cases if c.notebook == notebook):
+                            for case in (c for c in cases if (c.notebook, c.saved) == (notebook, saved)):
                                 results.append((case, measure(lab, page, case)))
                                 r = results[-1][1]
                                 print(f"  {case.widget}: median {statistics.median(r['last']):.0f} ms"
@@ -181,18 +203,19 @@ def main(argv: list[str]) -> int:
         finally:
             server.stop()
 
-    print(f"\nSlider key press -> kernel-drawn view redrawn, in Chromium (JupyterLab; {len(cases[0].keys)} presses "
-          f"per widget; target <= {TARGET_MS:.0f} ms median)")
-    head = f"{'notebook':30} {'widget':22} {'first change':>13} {'view redrawn':>13} {'p90':>7}  {'<= 100 ms':9}"
+    print(f"\nSlider key press -> view redrawn, in Chromium (JupyterLab; {len(cases[0].keys)} presses per widget; "
+          f"median target: <= {TARGET_MS:.0f} ms drawn in the kernel, <= {FRONT_TARGET_MS:.0f} ms in the browser)")
+    head = f"{'notebook':30} {'widget':22} {'first change':>13} {'view redrawn':>13} {'p90':>7}  {'target':9}"
     print(head)
     print("-" * len(head))
     all_ok = True
     for case, r in results:
         med, p90 = statistics.median(r["last"]), percentile(r["last"], 0.9)
-        ok = med <= TARGET_MS
+        ok = med <= case.target
         all_ok &= ok
         print(f"{case.notebook:30} {case.widget:22} {statistics.median(r['first']):10.0f} ms "
-              f"{med:10.0f} ms {p90:4.0f} ms  {'yes' if ok else 'NO':9}" + (f"  ({case.note})" if case.note else ""))
+              f"{med:10.1f} ms {p90:4.0f} ms  {('yes' if ok else 'NO') + f' ({case.target:.0f})':9}"
+              + (f"  ({case.note})" if case.note else ""))
     for line in failed:
         print(f"NOT MEASURED  {line}")
     all_ok &= not failed

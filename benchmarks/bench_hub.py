@@ -2,12 +2,14 @@
 
 For each K: a fresh hub on 127.0.0.1 (free ports, a temporary state folder and sqlite db, an API token for this
 script as a hub service), K learner accounts made through the REST API, their servers started through it; then in
-every learner at once, as the browser does it (through the proxy, over the kernel websocket): open the learner's
-own copy of notebook 03, start a kernel, run every code cell in order, wait for all learners, then move the visual
-loss scaler's slider N times (a comm_msg "update" to the slider's widget model) and time each move until the
-plot's new image arrives and the kernel is idle. Reported per K: notebook run time (median, max), update latency
-(median, p90), memory per learner (RSS of its server and kernel), the hub's memory (hub, proxy, culler), and the
-largest K whose median update stays under 200 ms. Not part of `make test`: it takes minutes and fills memory.
+every learner at once, as the browser does it (through the proxy, over the kernel websocket): open the learner's own
+copy of notebook 03, start a kernel, run every code cell in order, wait for all learners, then move the visual loss
+scaler's slider N times (a comm_msg "update" of the view's log2_scale, as the page sends it) and time each move
+until the kernel is idle (the view is drawn in the browser: the page has redrawn it before the message leaves; this
+is the kernel's share, the engine's numbers for the new position recomputed). Reported per K: notebook run time
+(median, max), update latency (median, p90), memory per learner (RSS of its server and kernel), the hub's memory
+(hub, proxy, culler), and the largest K whose median update stays under 200 ms. Not part of `make test`: it takes
+minutes and fills memory.
 
     python benchmarks/bench_hub.py                 # K = 1, 2, 5, 10, then more while the median < 200 ms
     python benchmarks/bench_hub.py --k 1,2         # just these
@@ -49,8 +51,8 @@ NOTEBOOK = "03_loss_scaling"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "hub_load.json"
 QUICK_JSON = ROOT / "artifacts" / "hub_load_quick.json"
 LIMIT_MS = 200.0
-SLIDER = {"_model_name": "IntSliderModel", "description": "log2(scale)"}   # VisualLossScaler's slider
-IMAGE_CLASS = "ampkit-scale-plot"                                           # and its plot (an ipywidgets Image)
+SLIDER = {"_anywidget_id": "ampkit.widgets.scaling.VisualLossScaler"}   # the view drawn in the browser
+TRAIT = "log2_scale"                                                      # what its slider sets
 MIN_FREE_GIB = 3.0          # never start a K that would leave less memory than this; abort a run below half of it
 
 
@@ -107,14 +109,15 @@ def learner(h: Hub, name: str, args, result: dict, barrier: threading.Barrier, a
         stage = "waiting for the other learners"
         barrier.wait(args.cell_timeout * 2)      # the whole room moves its sliders at the same time
         stage = "finding the visual loss scaler's widgets"
-        slider, image = kernel.find_widget(SLIDER), kernel.find_widget(dom_class=IMAGE_CLASS)
-        start = int(kernel.comms[slider].get("value", 0))
+        slider = kernel.find_widget(SLIDER)
+        start = int(kernel.comms[slider].get(TRAIT, 0))
         values = [v for v in range(-8, 41) if v != start]   # every position once: a real redraw, no cached image
         for i in range(args.updates):
             stage = f"slider move {i + 1} of {args.updates} (to {values[i % len(values)]})"
             if abort.is_set():
                 raise BenchError("aborted")
-            result["update_s"].append(kernel.move(slider, image, values[i % len(values)], args.update_timeout))
+            result["update_s"].append(kernel.move(slider, None, values[i % len(values)], args.update_timeout,
+                                                  trait=TRAIT))
             time.sleep(args.pause)
     except threading.BrokenBarrierError:
         result["errors"].append(f"{name}: another learner failed before the slider moves")

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))  # the hub's drivers, shared with the tests (tests/roomtools/)
-from bench_hub import IMAGE_CLASS, LIMIT_MS, NOTEBOOK, SLIDER, host_info, learner_memory, memory_allows  # noqa: E402
+from bench_hub import LIMIT_MS, NOTEBOOK, SLIDER, TRAIT, host_info, learner_memory, memory_allows  # noqa: E402
 from roomtools import hub_client, kernel_ws, loadtest, storm  # noqa: E402
 
 from ampkit.classroom import hub  # noqa: E402
@@ -138,14 +138,14 @@ def http_learner(h, rec: dict, t0: float, args, abort: threading.Event) -> None:
         rec["kernel_cpu_s"], facts = kernel_facts(h, name)
         rec.update(facts)
         stage = "slider"
-        slider, image = kernel.find_widget(SLIDER), kernel.find_widget(dom_class=IMAGE_CLASS)
-        value = int(kernel.comms[slider].get("value", 0))
+        slider = kernel.find_widget(SLIDER)
+        value = int(kernel.comms[slider].get(TRAIT, 0))
         values = [v for v in range(-8, 41) if v != value]
         for i in range(args.updates):
             if abort.is_set():
                 raise storm.StormError("aborted")
-            rec["update_ms"].append(round(1000 * kernel.move(slider, image, values[i % len(values)],
-                                                             args.update_timeout), 1))
+            rec["update_ms"].append(round(1000 * kernel.move(slider, None, values[i % len(values)],
+                                                             args.update_timeout, trait=TRAIT), 1))
             time.sleep(args.pause)
     except Exception as exc:   # noqa: BLE001 — reported in the JSON; the storm goes on
         rec["failed"], rec["error"] = stage, f"{type(exc).__name__}: {exc}"[:300]

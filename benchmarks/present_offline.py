@@ -29,7 +29,7 @@ from ampkit._net import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "present_offline.json"
-SLIDER = ".widget-vbox:has(> .ampkit-scale-readout-box) .widget-slider"
+SLIDER = ".ampkit-scaler input.ampkit-scale-range"   # notebook 03's loss scaler, drawn in the browser
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
 

@@ -15,8 +15,8 @@ from roomtools import storm  # tests/roomtools/ (bench_storm.py puts tests/ on s
 NOTEBOOK = "03_loss_scaling"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
-SLIDER = ".jp-OutputArea .widget-slider:has(.widget-label:has-text('log2(scale)'))"
-IMAGE = ".jp-OutputArea img.ampkit-scale-plot"
+SLIDER = ".jp-OutputArea .ampkit-scaler input.ampkit-scale-range"   # the view drawn in the browser
+IMAGE = ".jp-OutputArea svg.ampkit-scale-plot"                      # its drawing (data-k: the position drawn)
 RUN_ALL_DONE = """() => { const c = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell')]
                       .filter(cell => !cell.querySelector('.jp-InputPlaceholder'))
                       .map(cell => cell.querySelector('.jp-InputPrompt'));
@@ -85,24 +85,24 @@ def browser_learner(h, rec: dict, t0: float, args, abort) -> None:
                 t_run = time.monotonic()
                 page.click(".lm-MenuBar-item:has-text('Run')")
                 page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
-                page.wait_for_selector(".jp-OutputArea .jupyter-widgets",
+                page.wait_for_selector(".jp-OutputArea .jupyter-widgets, .jp-OutputArea .ampkit-front",
                                        timeout=max(1000, int(1000 * (deadline - time.monotonic()))))
                 rec["first_widget_s"] = round(time.monotonic() - start, 2)
                 _poll(page, RUN_ALL_DONE, deadline, "Run All to finish")
                 rec["run_all_s"] = round(time.monotonic() - t_run, 2)
                 stage = "slider"
-                handle = page.locator(SLIDER).first.locator(".noUi-handle").first
+                handle = page.locator(SLIDER).first
                 image = page.locator(IMAGE).first
                 handle.scroll_into_view_if_needed()
                 handle.focus()
                 for _ in range(args.updates):
                     if abort.is_set():
                         raise storm.StormError("aborted")
-                    before = image.get_attribute("src")
+                    before = image.get_attribute("data-k")
                     t = time.perf_counter()
                     handle.press("ArrowRight")         # a new position each time: a real redraw
                     page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel);"
-                                           " return e && e.getAttribute('src') !== old; }",
+                                           " return e && e.getAttribute('data-k') !== old; }",
                                            arg=[IMAGE, before], timeout=int(1000 * args.update_timeout))
                     rec["update_ms"].append(round(1000 * (time.perf_counter() - t), 1))
                     page.wait_for_timeout(int(1000 * args.pause))

@@ -271,13 +271,14 @@ def test_bench_options_and_series():
     assert [bench.next_k(k) for k in (10, 15, 25, 30, 40)] == [15, 20, 30, 40, 50]
 
 
-@pytest.mark.xfail(strict=True, reason="#30: notebook 03's VisualLossScaler is drawn in the browser (an anywidget "
-                   "whose log2_scale trait the page sets; no IntSlider, no PNG Image comes back): bench_hub's storm "
-                   "still drives the ipywidgets view and must be reworked")
-def test_bench_drives_the_scalers_widgets():
+def test_bench_drives_the_scalers_view():
+    """bench_hub (and the storm) find notebook 03's loss scaler by its class and set the trait its slider sets."""
+    import importlib
+
     bench = _bench()
-    assert bench.SLIDER["description"] == "log2(scale)"   # ampkit/widgets/scaling.py's VisualLossScaler slider
-    assert bench.IMAGE_CLASS in (ROOT / "ampkit" / "widgets" / "scaling.py").read_text()
+    module, name = bench.SLIDER["_anywidget_id"].rsplit(".", 1)
+    view = getattr(importlib.import_module(module), name)
+    assert name == "VisualLossScaler" and bench.TRAIT in view.class_traits(sync=True)
 
 
 def test_decode_frame_reads_jupyter_servers_binary_messages():
@@ -336,15 +337,28 @@ def test_kernel_socket_tracks_widgets_and_times_a_slider_move():
     ks = _socket(opened, redraw)
     for _ in opened:
         ks.recv(time.monotonic() + 5)
-    slider = ks.find_widget(bench_slider := {"_model_name": "IntSliderModel", "description": "log2(scale)"})
+    slider = ks.find_widget({"_model_name": "IntSliderModel", "description": "log2(scale)"})   # a kernel-drawn view
     image = ks.find_widget(dom_class="ampkit-scale-plot")           # known from the update after comm_open
-    assert (slider, image) == ("s1", "im") and bench_slider == _bench().SLIDER
+    assert (slider, image) == ("s1", "im")
     assert ks.move(slider, image, 5, timeout=5) >= 0
     assert ks.ws.sent[-1]["content"] == {"comm_id": "s1", "data": {"method": "update", "state": {"value": 5},
                                                                    "buffer_paths": []}}
     assert ks.comms["s1"]["value"] == 5
     with pytest.raises(kernel_ws.KernelError, match="no widget model"):
         ks.find_widget(dom_class="nowhere")
+
+
+def test_kernel_socket_moves_a_view_drawn_in_the_browser():
+    """The loss scaler as bench_hub drives it: its log2_scale set, done when the kernel is idle (no image back)."""
+    bench = _bench()
+    opened = [_m("comm_open", {"comm_id": "v1", "data": {"state": {"_model_name": "AnyModel", **bench.SLIDER,
+                                                                   bench.TRAIT: 0}}})]
+    ks = _socket(opened, lambda i: [_m("status", {"execution_state": "busy"}, i),
+                                    _m("status", {"execution_state": "idle"}, i)])
+    ks.recv(time.monotonic() + 5)
+    view = ks.find_widget(bench.SLIDER)
+    assert view == "v1" and ks.move(view, None, 7, timeout=5, trait=bench.TRAIT) >= 0
+    assert ks.ws.sent[-1]["content"]["data"]["state"] == {bench.TRAIT: 7}
 
 
 def test_kernel_socket_idle_without_redraw_and_cell_errors_raise():

@@ -1,12 +1,12 @@
 """The base of the kit's views whose picture the kernel draws: :class:`WidgetView` (exported by
 :mod:`ampkit.widgets.style` too).
 
-The views in :mod:`ampkit.widgets` that the kernel still draws (``FloatExplorer``, ``RangeMap``, ``OLevelPicker``,
-``VisualLossScaler``, ``ScalerReplay``, ``SinkTimeline``, ``AmpDoctor``, ``AmaxHistoryExplorer``,
-``BlockScalingExplorer``, ``AttentionOverflowView``) derive from it, so each displays the same way: its live
-``widget`` box with a still picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel.
-The views drawn in the browser (``RoundingSlider``) derive from :class:`ampkit.widgets.front.FrontView` and display
-the same way.
+The views in :mod:`ampkit.widgets` that the kernel still draws (``FloatExplorer``, ``OLevelPicker``,
+``ScalerReplay``, ``SinkTimeline``, ``AmpDoctor``, ``AmaxHistoryExplorer``, ``BlockScalingExplorer``,
+``AttentionOverflowView``) derive from it, so each displays the same way: its live ``widget`` box with a still
+picture beside it (:func:`ampkit.widgets.snapshot.display`) for readers without a kernel. The views drawn in the
+browser (``RoundingSlider``, ``RangeMap``, ``VisualLossScaler``) derive from :class:`ampkit.widgets.front.FrontView`
+and display the same way.
 No matplotlib here (the views that plot import it). Used in every notebook that shows a widget (00–07; 08 has
 none).
 """

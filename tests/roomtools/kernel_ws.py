@@ -117,13 +117,15 @@ class KernelSocket:
                 return comm_id
         raise KernelError(f"no widget model {want or dom_class} among the {len(self.comms)} the kernel opened")
 
-    def move(self, slider: str, image: str, value: int, timeout: float) -> float:
-        """Set ``slider``'s value as the browser does (comm_msg "update"); the seconds until the kernel has sent
-        ``image``'s update and gone idle. Idle without a new image raises KernelError."""
+    def move(self, slider: str, image: str | None, value: int, timeout: float, trait: str = "value") -> float:
+        """Set ``slider``'s ``trait`` as the browser does (comm_msg "update"); the seconds until the kernel has gone
+        idle, having sent ``image``'s update first when ``image`` is given (a view whose picture the kernel draws;
+        idle without it raises KernelError). A view drawn in the browser (``image=None``) has redrawn itself before
+        the message left the page: this is the kernel's share of the move."""
         t0 = time.perf_counter()
-        msg_id = self.send("comm_msg", {"comm_id": slider, "data": {"method": "update", "state": {"value": value},
+        msg_id = self.send("comm_msg", {"comm_id": slider, "data": {"method": "update", "state": {trait: value},
                                                                    "buffer_paths": []}})
-        deadline, drawn, idle = time.monotonic() + timeout, False, False
+        deadline, drawn, idle = time.monotonic() + timeout, image is None, False
         while not (drawn and idle):
             m = self.recv(deadline)
             if m["parent_header"].get("msg_id") != msg_id:
