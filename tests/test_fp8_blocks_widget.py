@@ -1,10 +1,13 @@
 """ampkit.fp8.compare and ampkit.widgets.fp8_blocks: per-tensor vs per-block counts (MX and fp32 tiles), headless
-sweep of every control, bad input."""
+sweep of every control (the state the page selects from), bad input."""
+import base64
+import json
 import statistics
 import time
 
 import pytest
 import torch
+import traitlets
 
 from ampkit.fp8 import mx_exponents, mx_fake_quantize, saturation_threshold
 from ampkit.fp8.compare import (
@@ -17,7 +20,7 @@ from ampkit.fp8.compare import (
     log2_error,
     outlier_tensor,
 )
-from ampkit.widgets.fp8_blocks import SCHEMES, BlockScalingExplorer, blocks_readout_html, scheme_choices
+from ampkit.widgets.fp8_blocks import SCHEMES, BlockScalingExplorer, blocks_readout_html, scheme_choices, setting_key
 
 
 def test_block_choices_divide_the_last_dimension():
@@ -95,57 +98,76 @@ def test_bad_input():
         BlockScalingExplorer(power_of_two=1)
 
 
+def _decode(code: dict, n: int) -> torch.Tensor:
+    """A mask code as js/blocks.js's maskIndices reads it (indices, or base64 bits, most significant first)."""
+    out = torch.zeros(n, dtype=torch.bool)
+    if "i" in code:
+        out[[int(i) for i in code["i"].split(",") if i]] = True
+        return out
+    bits = [(byte >> (7 - k)) & 1 for byte in base64.b64decode(code["b"]) for k in range(8)]
+    return torch.tensor(bits[:n], dtype=torch.bool)
+
+
 def test_widget_sweep_equals_the_pure_function():
+    """Every setting the controls reach was computed when the view started; its state (what the page draws and
+    reads out) equals ampkit.fp8.compare's numbers and masks for that setting, and selecting it sets .stats."""
     w = BlockScalingExplorer()
     x = w.x
-    assert tuple(x.shape) == (128, 256) and [v for _, v in w.scheme.options] == ["mx", "1x128", "128x128"]
-    pngs, times = set(), []
-    for fmt in w.fmt.options:
-        w.scheme.value = "mx"
-        assert not w.block.disabled and not w.rounding.disabled and w.pow2.disabled
-        for _, rounding in w.rounding.options:
-            for _, b in w.block.options:
+    assert tuple(x.shape) == (128, 256) and [v for v, _ in w.choices["scheme"]] == ["mx", "1x128", "128x128"]
+    assert [v for v, _ in w.choices["block"]] == ["per-tensor", 8, 16, 32, 64, 128, 256]
+    assert len(w.states) == 2 * (2 * 7 + 2 * 2)            # every reachable setting, nothing else
+    size = len(json.dumps({k: getattr(w, k) for k in ("states", "masks", "choices", "text", "look", "shape")}))
+    assert size + len(w._esm) < 200_000, size            # the saved view's state fits the notebooks' budget
+    times = []
+
+    def check(key: str, tensor, block, shape) -> None:
+        st = w.states[key]
+        assert st["edges"] == shape
+        for row, s in zip(st["rows"], (tensor, block)):
+            assert (row["flushed"], row["saturated"], row["kept"]) == (s.n_flushed, s.n_saturated, s.n_kept)
+            assert row["err"] == f"{s.mean_rel_error:.4f}" and f">{row['err']}<" in w.readout_html
+            assert torch.equal(_decode(w.masks[row["f"]], x.numel()), s.flushed.reshape(-1))
+            assert torch.equal(_decode(w.masks[row["s"]], x.numel()), s.saturated.reshape(-1))
+        assert w.readout_html == blocks_readout_html(tensor, block) and st["verdict"] in w.readout_html
+        assert w.stats[0].n_flushed == tensor.n_flushed and w.stats[1].n_flushed == block.n_flushed
+
+    for fmt in ("e4m3", "e5m2"):
+        w.scheme = "mx"
+        for rounding, _ in w.choices["rounding"]:
+            for b, _ in w.choices["block"]:
                 t0 = time.perf_counter()
-                w.fmt.value, w.rounding.value, w.block.value = fmt, rounding, b
+                w.fmt, w.rounding, w.block = fmt, rounding, b
                 times.append(time.perf_counter() - t0)
                 tensor, block = compare_blocks(x, fmt, b, rounding)
-                assert w.readout.value == blocks_readout_html(tensor, block)
-                assert w.stats[1].n_flushed == block.n_flushed and w.stats[0].n_flushed == tensor.n_flushed
+                check(setting_key("mx", b, fmt, rounding, True), tensor, block,
+                      None if b == PER_TENSOR else [1, b])
                 assert f"<td class='ampkit-fp8-n-flushed' style='color:#8c959f'>{block.n_flushed}</td>" \
-                       in w.readout.value
-                assert w.image.value[:4] == b"\x89PNG"
-                pngs.add(w.image.value)
+                       in w.readout_html
         for scheme in ("1x128", "128x128"):
             for p2 in (True, False):
-                t0 = time.perf_counter()
-                w.scheme.value, w.pow2.value = scheme, p2
-                times.append(time.perf_counter() - t0)
-                assert w.block.disabled and w.rounding.disabled and not w.pow2.disabled
+                w.scheme, w.power_of_two = scheme, p2
                 tensor, block = compare_tiles(x, fmt, SCHEMES[scheme][1], p2)
-                assert w.readout.value == blocks_readout_html(tensor, block)
-                assert w.stats[1].n_flushed == block.n_flushed and w.stats[1].block == SCHEMES[scheme][1]
-                assert ("rounded down to a power of two" if p2 else "exact fp32 scale") in w.readout.value
-                pngs.add(w.image.value)
-    assert len(pngs) > 30                 # the picture follows the controls
-    w.scheme.value, w.block.value = "mx", 8   # cached: same bytes again
-    png = w.image.value
-    w.block.value = 16
-    w.block.value = 8
-    assert w.image.value == png
-    w.scheme.value = "1x128"              # controls that do not apply to the scheme do not change the picture
-    png = w.image.value
-    w.block.value, w.rounding.value = 64, "te"
-    assert w.image.value == png
-    print(f"update latency: median {1e3 * statistics.median(times):.1f} ms over {len(times)} settings")
+                check(setting_key(scheme, 0, fmt, "", p2), tensor, block, list(SCHEMES[scheme][1]))
+                assert w.stats[1].block == SCHEMES[scheme][1]
+                assert ("rounded down to a power of two" if p2 else "exact fp32 scale") in w.readout_html
+    w.scheme = "1x128"                    # controls that do not apply to the scheme do not change the setting
+    stats = w.stats
+    w.block, w.rounding = 64, "te"
+    assert w.stats is stats
+    for name, bad in (("block", 48), ("scheme", "tiles"), ("fmt", "e3m4"), ("rounding", "up")):
+        with pytest.raises(traitlets.TraitError, match="must be one of"):
+            setattr(w, name, bad)
+    assert w.still().children[1].value[:4] == b"\x89PNG"
+    print(f"selection: median {1e6 * statistics.median(times):.0f} us over {len(times)} settings")
 
 
 def test_tiles_confine_the_outliers_damage():
     """The readout's numbers on the default tensor: 1x128 tiles < 128x128 blocks < one scale, in flushed values."""
     w = BlockScalingExplorer(scheme="1x128")
     tensor, tiles = w.stats
-    assert "1×128 tiles</b> (256 scales)" in w.readout.value and "per-tensor</b> (1 scale)" in w.readout.value
-    w.scheme.value = "128x128"
+    assert "1×128 tiles</b> (256 scales)" in w.readout_html and "per-tensor</b> (1 scale)" in w.readout_html
+    w.scheme = "128x128"
     _, blocks = w.stats
-    assert "128×128 blocks</b> (2 scales)" in w.readout.value
+    assert "128×128 blocks</b> (2 scales)" in w.readout_html
     assert tiles.n_flushed < blocks.n_flushed < tensor.n_flushed and tensor.n_saturated == blocks.n_saturated == 0
     assert scheme_choices((16, 128)) == ("mx", "1x128") and scheme_choices((128, 96)) == ("mx",)
