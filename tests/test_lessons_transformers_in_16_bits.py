@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import traitlets
 
 from ampkit.lessons.transformers_in_16_bits.activations import (
     attention_overflow,
@@ -199,16 +200,64 @@ def test_attention_widget_follows_its_sliders():
 
     v = AttentionOverflowView(act_scale=8.0, head_dim=64)
     assert [r.dtype for r in v.results] == ["fp32", "bf16", "fp16"] and not v.results[2].overflowed
-    png0 = v.image.value
     v.scale.value = 64.0
-    assert v.results[2].overflowed and "fp16</b>: largest matmul output inf" in v.readout.value
+    assert v.act_scale == 64.0 and v.results[2].overflowed
+    assert "fp16</b>: largest matmul output inf" in v.readout_html
     assert v.results[2] == attention_overflow(64.0, 64, "fp16", "logits")
-    assert v.image.value != png0
-    assert "correlated q and k reach d·s² = 2.62e+05" in v.readout.value      # 64 · 64²
-    assert "the largest of this head's 2080 products" in v.readout.value
+    assert "correlated q and k reach d·s² = 2.62e+05" in v.readout_html      # 64 · 64²
+    assert "the largest of this head's 2080 products" in v.readout_html
     v.where.value = "q"
-    assert not v.results[2].overflowed and "1/√d on q" in v.readout.value
+    assert v.scale_at == "q" and not v.results[2].overflowed and "1/√d on q" in v.readout_html
     v.head.value = 256
-    assert v.results[2] == attention_overflow(64.0, 256, "fp16", "q")
+    assert v.head_dim == 256 and v.results[2] == attention_overflow(64.0, 256, "fp16", "q")
+    v.scale.value = 10.0                                     # off the slider's grid: the nearest position, 2**3.25
+    assert v.act_scale == 2.0 ** 3.25 and v.results[0].act_scale == 2.0 ** 3.25
     with pytest.raises(ValueError, match=", ".join(map(str, HEAD_SIZES))):
         AttentionOverflowView(head_dim=48)
+    with pytest.raises(traitlets.TraitError, match=", ".join(map(str, HEAD_SIZES))):
+        v.head.value = 48
+    with pytest.raises(traitlets.TraitError, match="'q'|q, logits"):
+        v.where.value = "v"
+    assert (v.head_dim, v.scale_at) == (256, "q")
+
+
+def test_attention_widget_sends_every_state_the_engine_computed():
+    """The page SELECTS among these states: each one equals the engine's run for that position of the controls,
+    printed as the readout prints it; the saved view stays far below the 200 KB a view may carry."""
+    import json
+    import random
+
+    from ampkit.widgets.attention import SCALES, AttentionOverflowView, readout_html, sent_state
+    from ampkit.widgets.front import FrontView, esm, look
+
+    v = AttentionOverflowView(tokens=64)
+    assert isinstance(v, FrontView) and v.widget is v and v._esm == esm("attention") and v.look == look()
+    assert v.scales == list(SCALES) == [2.0 ** (i / 4) for i in range(37)] and v.head_sizes == [16, 32, 64, 128, 256]
+    assert sorted(v.states) == ["logits", "q"] and all(len(v.states[w]) == 5 for w in v.states)
+    assert all(len(row) == 37 for w in v.states for row in v.states[w])
+    assert [f["name"] for f in v.formats] == ["fp32", "bf16", "fp16"] and v.formats[2]["max"] == 65504.0
+    assert v.formats[2]["label"] == ["fp16 max 65504"] and v.formats[0]["label"] == ["max 3.4e+38", "(far above)"]
+    assert v.products == 2080
+    rng = random.Random(7)
+    for _ in range(40):
+        where, di, si = rng.choice(["logits", "q"]), rng.randrange(5), rng.randrange(37)
+        results = [attention_overflow(SCALES[si], v.head_sizes[di], name, where) for name in ("fp32", "bf16", "fp16")]
+        assert v.states[where][di][si] == sent_state(results)
+        words = v.states[where][di][si].split(" ")
+        limits = words[:4]
+        for r, i in zip(results, range(4, len(words), 4)):
+            big, pct, matmul_max, nan_rows = words[i:i + 4]
+            assert (big == "inf") == r.overflowed == (matmul_max == "inf")
+            assert float(nan_rows) == r.nan_rows and pct == f"{100 * r.nan_rows:.0f}"
+            assert float(matmul_max) == r.matmul_max and big == ("inf" if r.overflowed else f"{r.matmul_max:.3g}")
+        assert len(words) == 4 + 4 * 3
+        v.act_scale, v.head_dim, v.scale_at = SCALES[si], v.head_sizes[di], where
+        assert v.results == results and v.readout_html == readout_html(results)
+        assert f"{limits[0]}; the largest" in v.readout_html and f"({limits[2]} spreads" in v.readout_html
+    for key in ("line", "limits", "facts", "ylabel", "nan_ylabel"):
+        assert v.text[key]
+    assert "{s:.3g}" in v.text["line"] and "{pct:.0f}" in v.text["facts"]
+    state = {k: val for k, val in v.get_state().items() if k != "_esm"}
+    assert len(json.dumps(state)) + len(v._esm) < 80_000
+    still = v.still()
+    assert still.children[-1].value[:4] == b"\x89PNG"                # the picture for renderers without JS
