@@ -20,6 +20,7 @@ from ampkit.fp8.compare import (
     log2_error,
     outlier_tensor,
 )
+from ampkit.fp8.tiles import tile_scales
 from ampkit.widgets.fp8_blocks import SCHEMES, BlockScalingExplorer, blocks_readout_html, scheme_choices, setting_key
 
 
@@ -108,6 +109,20 @@ def _decode(code: dict, n: int) -> torch.Tensor:
     return torch.tensor(bits[:n], dtype=torch.bool)
 
 
+def _scales(code: dict) -> list[float]:
+    """Block scales as js/blocks.js's blockScales reads them."""
+    return [float(ord(c) - 80) for c in code["c"]] if "c" in code else [float(v) for v in code["v"].split(",")]
+
+
+def _engine_scales(x: torch.Tensor, s) -> torch.Tensor:
+    """k per block (x stored as x / 2**k), from the engine directly: MX exponents, or -log2 of the fp32 tile scale."""
+    if s.scheme == "mx":
+        flat = x.reshape(1, -1) if s.block == PER_TENSOR else x
+        return mx_exponents(flat, s.fmt, flat.shape[-1] if s.block == PER_TENSOR else s.block, s.rounding).float()
+    tile = tuple(x.shape) if s.block == PER_TENSOR else s.block
+    return -torch.log2(tile_scales(x, tile, s.fmt, s.rounding == "power-of-two"))
+
+
 def test_widget_sweep_equals_the_pure_function():
     """Every setting the controls reach was computed when the view started; its state (what the page draws and
     reads out) equals ampkit.fp8.compare's numbers and masks for that setting, and selecting it sets .stats."""
@@ -128,6 +143,7 @@ def test_widget_sweep_equals_the_pure_function():
             assert row["err"] == f"{s.mean_rel_error:.4f}" and f">{row['err']}<" in w.readout_html
             assert torch.equal(_decode(w.masks[row["f"]], x.numel()), s.flushed.reshape(-1))
             assert torch.equal(_decode(w.masks[row["s"]], x.numel()), s.saturated.reshape(-1))
+            assert _scales(row["k"]) == pytest.approx(_engine_scales(x, s).reshape(-1).tolist(), abs=0.005001)
         assert w.readout_html == blocks_readout_html(tensor, block) and st["verdict"] in w.readout_html
         assert w.stats[0].n_flushed == tensor.n_flushed and w.stats[1].n_flushed == block.n_flushed
 

@@ -10,12 +10,13 @@ number of values sharing a scale differs.
 
 :class:`BlockScalingExplorer` is a :class:`~ampkit.widgets.front.FrontView` (``js/blocks.js``, SVG): when it starts,
 the engine computes EVERY setting its controls reach (28 MX settings and 8 fp32-tile settings on the default tensor)
-and sends, per setting, the readout's numbers as the engine prints them and which elements are flushed and saturated
-(:func:`mask_code`: a list of flat indices, or a bit mask where many are); the page SELECTS the setting's entry, so
-the saved notebook moves every control with no kernel. Drawn: every element of the tensor, per-tensor on top and per
-block below, in the kit's band colours (kept / flushed / saturated), block edges, and a readout counting flushed /
-saturated / kept values and the mean relative error side by side. The still picture (renderers without JavaScript)
-is the readout and a matplotlib figure of the log2 relative error of every element.
+and sends, per setting, the readout's numbers as the engine prints them, which elements are flushed and saturated
+(:func:`mask_code`: a list of flat indices, or a bit mask where many are) and every block's scale
+(:func:`block_log2_scales`, :func:`scales_code`); the page SELECTS the setting's entry, so the saved notebook moves
+every control with no kernel. Drawn: every element of the tensor, per-tensor on top and per block below, in the kit's
+band colours (kept — each block shaded by its scale —, flushed, saturated crossed), block edges, and a readout
+counting flushed / saturated / kept values and the mean relative error side by side. The still picture (renderers
+without JavaScript) is the readout and a matplotlib figure of the log2 relative error of every element.
 """
 from __future__ import annotations
 
@@ -40,14 +41,14 @@ from ampkit.fp8.compare import (
     outlier_tensor,
     tile_label,
 )
-from ampkit.fp8.mx import ROUNDINGS
-from ampkit.fp8.tiles import BLOCK_128X128, TILE_1X128
+from ampkit.fp8.mx import ROUNDINGS, mx_exponents
+from ampkit.fp8.tiles import BLOCK_128X128, TILE_1X128, tile_scales
 from ampkit.i18n import mark, tr
 from ampkit.widgets.front import FrontView
 from ampkit.widgets.style import BAND_COLOURS, DPI, STATUS_COLOURS, new_figure, png_bytes
 
 __all__ = ["BlockScalingExplorer", "blocks_readout_html", "ROUNDING_LABELS", "SCHEMES", "scheme_choices",
-           "setting_key", "mask_code"]
+           "setting_key", "mask_code", "block_log2_scales", "scales_code"]
 
 _WIDTH_IN, _HEIGHT_IN = 7.5, 5.6
 _WIDTH_PX = int(_WIDTH_IN * DPI)
@@ -98,6 +99,44 @@ def mask_code(mask: torch.Tensor) -> dict:
     if int(flat.sum()) <= _SPARSE:
         return {"i": ",".join(map(str, torch.nonzero(flat).flatten().tolist()))}
     return {"b": base64.b64encode(np.packbits(flat.numpy().astype(np.uint8)).tobytes()).decode("ascii")}
+
+
+def block_log2_scales(x: torch.Tensor, s: BlockStats) -> torch.Tensor:
+    """``k`` per block of a quantization ``s`` of ``x``: its values are stored as ``x / 2**k`` (shape: the grid of
+    blocks, ``(1, 1)`` per-tensor). MX: the block's E8M0 exponent (:func:`~ampkit.fp8.mx.mx_exponents`); fp32
+    tiles: ``-log2`` of the tile's fp32 scale (:func:`~ampkit.fp8.tiles.tile_scales`, which multiplies).
+
+    >>> x = torch.tensor([[3.0, 0.5, 1.0, 100.0]])
+    >>> block_log2_scales(x, compare_blocks(x, "e4m3", 2)[1]).tolist()       # floor(log2(amax)) - 8 per block
+    [[-7.0, -2.0]]
+    """
+    x = x.detach().float()
+    if s.scheme == "mx":
+        flat, b = (x.reshape(1, -1), x.numel()) if s.block == PER_TENSOR else (x, s.block)
+        assert isinstance(b, int)   # an MX block is a count of values
+        return mx_exponents(flat, s.fmt, b, s.rounding).float()
+    tile = tuple(x.shape) if s.block == PER_TENSOR else s.block
+    return -torch.log2(tile_scales(x, tile, s.fmt, s.rounding == "power-of-two"))
+
+
+def scales_code(k: torch.Tensor) -> dict:
+    """Block scales as the page reads them: ``n`` (the grid's rows and columns), ``range`` (``"-9 … 6"`` as the
+    engine prints it) and ``c`` (one character per integer k, ``chr(k + 80)``) or ``v`` (k to 2 decimals,
+    comma-separated: one line in the saved notebook).
+
+    >>> scales_code(torch.tensor([[-9.0, 6.0]]))
+    {'n': [1, 2], 'range': '-9 … 6', 'c': 'GV'}
+    """
+    flat = k.reshape(-1)
+    whole = bool((flat == flat.round()).all()) and bool((flat.abs() < 40).all())
+    lo, hi = float(flat.min()), float(flat.max())
+    text = (lambda v: f"{v:.0f}") if whole else (lambda v: f"{v:.2f}")
+    code: dict = {"n": list(k.shape), "range": text(lo) if lo == hi else f"{text(lo)} … {text(hi)}"}
+    if whole:
+        code["c"] = "".join(chr(int(v) + 80) for v in flat.tolist())
+    else:
+        code["v"] = ",".join(f"{v:.2f}" for v in flat.tolist())
+    return code
 
 
 _SHORT_RULES = {"ocp": "OCP floor", "te": "TE round-up", "power-of-two": "power of two", "fp32": "exact"}
@@ -199,7 +238,7 @@ class BlockScalingExplorer(FrontView):
         states = {}
         for key, pair in self._sweep(blocks, schemes):   # every setting the controls reach, computed once
             self._stats[key] = pair
-            states[key] = self._state(pair, masks, codes)
+            states[key] = self._state(self.x, pair, masks, codes)
         self.stats: tuple[BlockStats, BlockStats] = self._stats[setting_key(scheme, block, fmt, rounding,
                                                                            power_of_two)]
         super().__init__(scheme=scheme, block=block, fmt=fmt, rounding=rounding, power_of_two=power_of_two,
@@ -220,7 +259,8 @@ class BlockScalingExplorer(FrontView):
                     yield setting_key(scheme, 0, fmt, "", p2), compare_tiles(self.x, fmt, tile, p2)
 
     @staticmethod
-    def _state(pair: tuple[BlockStats, BlockStats], masks: dict[str, int], codes: list[dict]) -> dict:
+    def _state(x: torch.Tensor, pair: tuple[BlockStats, BlockStats], masks: dict[str, int], codes: list[dict]
+               ) -> dict:
         """One setting as the page shows it: the readout's words and numbers as the engine prints them, the block's
         shape (for its edges) and which elements are flushed / saturated (indices into ``masks``, shared)."""
         def ref(mask: torch.Tensor) -> int:
@@ -239,7 +279,8 @@ class BlockScalingExplorer(FrontView):
                 "better": better, "edges": shape,
                 "rows": [{"label": _block_label(s), "scales": _scales(s), "flushed": s.n_flushed,
                           "saturated": s.n_saturated, "kept": s.n_kept, "err": f"{s.mean_rel_error:.4f}",
-                          "title": _panel_title(s), "f": ref(s.flushed), "s": ref(s.saturated)} for s in pair]}
+                          "k": scales_code(block_log2_scales(x, s)), "f": ref(s.flushed), "s": ref(s.saturated)}
+                         for s in pair]}
 
     @traitlets.validate("scheme", "block", "fmt", "rounding")
     def _valid(self, proposal: dict):
@@ -265,7 +306,8 @@ class BlockScalingExplorer(FrontView):
                 "pow2": tr("fp32 scale rounded down to a power of two (TE default)"),
                 "head": tr("<b>{fmt}, {rule}</b>, {n} values:"),
                 "columns": [tr("flushed to 0"), tr("saturated"), tr("kept"), tr("mean relative error")],
-                "legend": [["normal", tr("kept")], ["flushed", tr("flushed to zero")],
+                "k": tr("stored as x / 2^k, k: {range}"),
+                "legend": [["normal", tr("kept (darker: larger k)")], ["flushed", tr("flushed to zero")],
                            ["overflow", tr("saturated")], ["edge", tr("block edges (lower panel)")]],
                 "xlabel": tr("position along the last dimension (index)"), "ylabel": tr("row"),
                 "title": tr("Per-tensor vs per-block scaling: what became of every element")}

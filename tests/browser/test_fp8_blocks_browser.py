@@ -33,7 +33,10 @@ def _shown(page) -> dict:
         const panels = [...v.querySelectorAll('g.ampkit-fp8-panel')].map(g => ({
             flushed: g.querySelector('.ampkit-fp8-flushed').getAttribute('d'),
             saturated: g.querySelector('.ampkit-fp8-saturated').getAttribute('d'),
-            edges: g.querySelector('.ampkit-fp8-edges').getAttribute('d')}));
+            edges: g.querySelector('.ampkit-fp8-edges').getAttribute('d'),
+            title: g.querySelector('.ampkit-fp8-panel-title').textContent,
+            shades: [...g.querySelectorAll('.ampkit-fp8-scales path')].map(p => [Number(p.dataset.k),
+                                                                                 p.getAttribute('d')])}));
         const row = (cls) => [...v.querySelectorAll(`tr.${cls} td`)].map(td => td.textContent.trim());
         return {key: v.querySelector('svg.ampkit-fp8-blocks-plot').dataset.key, panels,
                 tensor: row('ampkit-fp8-row-tensor'), block: row('ampkit-fp8-row-block'),
@@ -72,6 +75,35 @@ def _edges(d: str) -> tuple[list[int], list[int]]:
     return cols, rows
 
 
+def _engine_scales(s):
+    """k per block (values stored as x / 2**k), from the engine: MX exponents, or -log2 of the fp32 tile scale."""
+    import torch
+
+    from ampkit.fp8 import mx_exponents
+    from ampkit.fp8.compare import outlier_tensor
+    from ampkit.fp8.tiles import tile_scales
+
+    x = outlier_tensor(128, 256)
+    if s.scheme == "mx":
+        flat = x.reshape(1, -1) if s.block == "per-tensor" else x
+        return mx_exponents(flat, s.fmt, flat.shape[-1] if s.block == "per-tensor" else s.block, s.rounding).float()
+    tile = tuple(x.shape) if s.block == "per-tensor" else s.block
+    return -torch.log2(tile_scales(x, tile, s.fmt, s.rounding == "power-of-two"))
+
+
+def _shaded(shades: list, grid: tuple[int, int], panel: int) -> dict[int, float]:
+    """Block index -> k, read from the shade paths (one rectangle per block, grouped by k)."""
+    y0 = TOP + panel * (PH + GAP)
+    bw, bh = COLS / grid[1] * CW, PH / grid[0]
+    out = {}
+    for k, d in shades:
+        for x, y in re.findall(r"M([-\d.e]+),([-\d.e]+)h", d):
+            r, c = round((_num(y) - y0) / bh), round((_num(x) - LEFT) / bw)
+            assert (r * grid[1] + c) not in out
+            out[r * grid[1] + c] = k
+    return out
+
+
 def _check(page, scheme: str, block, fmt: str, rounding: str, p2: bool) -> None:
     """What the page draws and reads out for the setting equals the engine's."""
     from ampkit.widgets.fp8_blocks import setting_key
@@ -87,6 +119,13 @@ def _check(page, scheme: str, block, fmt: str, rounding: str, p2: bool) -> None:
         want_s = set(stats.saturated.reshape(-1).nonzero().flatten().tolist())
         assert _flushed_cells(shown["panels"][p]["flushed"]) == want_f, (key, p)
         assert _saturated_cells(shown["panels"][p]["saturated"], p) == want_s, (key, p)
+        k = _engine_scales(stats)
+        shaded = _shaded(shown["panels"][p]["shades"], tuple(k.shape), p)
+        assert sorted(shaded) == list(range(k.numel())), (key, p)
+        assert [shaded[i] for i in range(k.numel())] == pytest.approx(k.reshape(-1).tolist(), abs=0.005001), key
+        ends = [f"{v:.0f}" if stats.rounding != "fp32" else f"{v:.2f}" for v in (float(k.min()), float(k.max()))]
+        assert shown["panels"][p]["title"].endswith(ends[0] if ends[0] == ends[1] else f"{ends[0]} … {ends[1]}"), \
+            shown["panels"][p]["title"]
     b = pair[1].block
     tr_, tc = (None, None) if b == "per-tensor" else (b if isinstance(b, tuple) else (1, b))
     want_cols = [] if tc is None else list(range(tc, COLS, tc))

@@ -50,6 +50,11 @@ export function maskIndices(code) {
   return out;
 }
 
+/** The k of every block (values stored as x / 2**k), row-major over the grid of blocks, as the engine sent it. */
+export function blockScales(code) {
+  return code.c !== undefined ? [...code.c].map((ch) => ch.charCodeAt(0) - 80) : code.v.split(",").map(Number);
+}
+
 function render({ model, el }) {
   const look = model.get("look"), text = model.get("text"), band = look.colours.band;
   applyLook(el, look);
@@ -83,13 +88,14 @@ function render({ model, el }) {
     const saturated = s("path", { class: "ampkit-fp8-saturated", stroke: band.overflow, "stroke-width": 1.6,
                                   fill: "none" });
     const edges = s("path", { class: "ampkit-fp8-edges", stroke: "#24292f", "stroke-width": 1, fill: "none" });
-    g.append(s("rect", { x: M.left, y: y0, width: cols * cw, height: PH, fill: band.normal, "fill-opacity": 0.3,
-                         stroke: "#24292f", class: "ampkit-fp8-kept" }), flushed, edges, saturated, title,
+    const shades = s("g", { class: "ampkit-fp8-scales" });   // the blocks, darker where k is larger
+    g.append(shades, s("rect", { x: M.left, y: y0, width: cols * cw, height: PH, fill: "none", stroke: "#24292f",
+                                 class: "ampkit-fp8-kept" }), flushed, edges, saturated, title,
              s("text", { x: M.left - 8, y: y0 + 4, "text-anchor": "end", "font-size": 11 }, "0"),
              s("text", { x: M.left - 8, y: y0 + PH, "text-anchor": "end", "font-size": 11 }, String(rows - 1)),
              s("text", { x: 12, y: y0 + PH / 2, "text-anchor": "middle", "font-size": 12,
                          transform: `rotate(-90 12 ${y0 + PH / 2})` }, text.ylabel));
-    return { g, title, flushed, saturated, edges };
+    return { g, title, flushed, saturated, edges, shades };
   });
   const axis = s("g", { "font-size": 11 });
   const yAxis = top(1) + PH;
@@ -144,6 +150,8 @@ function render({ model, el }) {
     pow2.disabled = mx;
     pow2.checked = p2;
     svg.setAttribute("data-key", key);
+    const ks = st.rows.map((row) => blockScales(row.k));
+    const kmin = Math.min(...ks.flat()), kmax = Math.max(...ks.flat());
     st.rows.forEach((row, p) => {
       const panel = panels[p], y0 = top(p);
       const f = indices(row.f), sat = indices(row.s);
@@ -155,7 +163,15 @@ function render({ model, el }) {
         const x = M.left + (i % cols + 0.5) * cw, y = y0 + (Math.floor(i / cols) + 0.5) * rh;
         return `M${x - 4},${y - 4}l8,8M${x - 4},${y + 4}l8,-8`;
       }).join(""));
-      panel.title.replaceChildren(s("tspan", { "font-weight": "bold" }, row.label), ` ${row.scales}`);
+      panel.title.replaceChildren(s("tspan", { "font-weight": "bold" }, row.label), ` ${row.scales} · `,
+                                  text.k.replace("{range}", row.k.range));
+      const [gr, gc] = row.k.n, bw = (cols / gc) * cw, bh = PH / gr, paths = new Map();
+      ks[p].forEach((k, i) => {
+        const r = Math.floor(i / gc), c = i % gc;
+        paths.set(k, (paths.get(k) ?? "") + `M${M.left + c * bw},${y0 + r * bh}h${bw}v${bh}h${-bw}z`);
+      });
+      panel.shades.replaceChildren(...[...paths].map(([k, d]) => s("path", { d, fill: band.normal, "data-k": k,
+        "fill-opacity": kmax > kmin ? 0.1 + 0.35 * (k - kmin) / (kmax - kmin) : 0.3 })));
       let d = "";
       if (p === 1 && st.edges) {
         const [tr, tc] = st.edges;
