@@ -80,6 +80,12 @@ CASES = [
          [R] * 8 + [L] * 7, front=True, saved=True, note="saved notebook, no kernel"),
     Case("03_loss_scaling.ipynb", "ScalerReplay", SLIDERS, [R] * 8 + [L] * 7, nth=1,
          note="the 'growth every' slider"),
+    Case("07_transformers_in_16_bits.ipynb", "AttentionOverflowView",
+         ".jp-OutputArea .ampkit-front input[type=range]", [R] * 8 + [L] * 7, front=True,
+         note="the activation-scale slider"),
+    Case("07_transformers_in_16_bits.ipynb", "AttentionOverflowView",
+         ".jp-OutputArea .ampkit-front input[type=range]", [R] * 8 + [L] * 7, front=True, saved=True,
+         note="saved notebook, no kernel"),
     Case("04_data_sinking.ipynb", "SinkTimeline", SLIDERS, [L] * 2 + [R] * 8 + [L] * 5, nth=0,
          note="the sink_size slider"),
 ]
