@@ -172,7 +172,12 @@ def test_make_present_tree_loads_nothing_from_outside(presenter, browser):
         # the same patience as the notebook page above: with both cores busy and JupyterLab's test server up beside
         # it, Voilà's first tree page once took over 60 s
         page.goto(f"{presenter['url']}/?token={presenter['token']}", wait_until="load", timeout=120_000)
-        page.wait_for_selector("text=03_loss_scaling.ipynb", timeout=120_000)
+        try:
+            page.wait_for_selector("text=03_loss_scaling.ipynb", timeout=120_000)
+        except Exception:   # what the page showed instead (it once timed out under load: keep the evidence)
+            Lab.screenshot(None, page, "FAILED-present-tree")
+            raise AssertionError(f"no notebook listed; the page says: {page.inner_text('body')[:500]!r}; "
+                                 f"presenter log: {presenter['log']()[-1500:]}") from None
         page.wait_for_load_state("networkidle", timeout=60_000)
         assert len(requests) >= 3
         outside = sorted({u for u in requests if _host(u) != "127.0.0.1" and not u.startswith(("data:", "blob:"))})
