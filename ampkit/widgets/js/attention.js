@@ -5,22 +5,8 @@
 // the view started (model "states": the readout's numbers as the engine prints them, each format's largest matmul
 // output and NaN share) and the page SELECTS the position's state. Every word comes from the model's "text".
 
-const SVG_NS = "http://www.w3.org/2000/svg";
 const W = 750, H = 404, M = { top: 72, bottom: 48 };   // room above the plots: the far maxima
 const LEFT = { x0: 86, x1: 448 }, RIGHT = { x0: 548, x1: 740 };
-
-/** An SVG element with attributes and children (strings become text). */
-function sv(tag, attrs = {}, ...children) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return node;
-}
-
-/** A template of the kit's catalog with its {fields} (and {fields:spec}) filled by the strings the engine printed. */
-export function fillText(template, fields) {
-  return template.replace(/\{(\w+)(?::[^{}]*)?\}/g, (m, k) => String(fields[k]));
-}
 
 /** The engine's state for the controls' position (one line of words, ampkit.widgets.attention.sent_state): {limits:
  * [spread, largest, ratio, corr] as printed, formats: [[largest text, NaN %, matmul_max or null (inf), nan_rows],
@@ -58,59 +44,59 @@ function render({ model, el }) {
   const readout = h("div", { class: "ampkit-attn-readout", "aria-live": "polite" });
 
   // the drawing: axes with their units, then one bar, one label (and the format's max) per format, in each panel
-  const hatch = sv("pattern", { id: `ampkit-attn-hatch-${Math.random().toString(36).slice(2)}`, width: 8, height: 8,
+  const hatch = svg("pattern", { id: `ampkit-attn-hatch-${Math.random().toString(36).slice(2)}`, width: 8, height: 8,
                                 patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
-                   sv("rect", { width: 8, height: 8, fill: "#ffffff" }),
-                   sv("line", { x1: 0, y1: 0, x2: 0, y2: 8, stroke: status.bad, "stroke-width": 3 }));
-  const axes = sv("g", { "font-size": 13, fill: "#24292f" });
+                   svg("rect", { width: 8, height: 8, fill: "#ffffff" }),
+                   svg("line", { x1: 0, y1: 0, x2: 0, y2: 8, stroke: status.bad, "stroke-width": 3 }));
+  const axes = svg("g", { "font-size": 13, fill: "#24292f" });
   for (const box of [LEFT, RIGHT]) {
-    axes.append(sv("line", { x1: box.x0, x2: box.x1, y1: yBottom, y2: yBottom, stroke: "#24292f" }),
-                sv("line", { x1: box.x0, x2: box.x0, y1: M.top, y2: yBottom, stroke: "#24292f" }));
-    formats.forEach((f, i) => axes.append(sv("text", { x: slot(box, i), y: yBottom + 18, "text-anchor": "middle",
+    axes.append(svg("line", { x1: box.x0, x2: box.x1, y1: yBottom, y2: yBottom, stroke: "#24292f" }),
+                svg("line", { x1: box.x0, x2: box.x0, y1: M.top, y2: yBottom, stroke: "#24292f" }));
+    formats.forEach((f, i) => axes.append(svg("text", { x: slot(box, i), y: yBottom + 18, "text-anchor": "middle",
                                                        fill: dtype[f.name] }, f.name)));
   }
   for (let e = 0; e <= decades; e++) {
-    axes.append(sv("line", { x1: LEFT.x0 - 4, x2: LEFT.x0, y1: Ylog(10 ** e), y2: Ylog(10 ** e), stroke: "#24292f" }),
-                sv("text", { x: LEFT.x0 - 7, y: Ylog(10 ** e) + 5, "text-anchor": "end" },
-                   "10", sv("tspan", { dy: -6, "font-size": 10 }, String(e))));
+    axes.append(svg("line", { x1: LEFT.x0 - 4, x2: LEFT.x0, y1: Ylog(10 ** e), y2: Ylog(10 ** e), stroke: "#24292f" }),
+                svg("text", { x: LEFT.x0 - 7, y: Ylog(10 ** e) + 5, "text-anchor": "end" },
+                   "10", svg("tspan", { dy: -6, "font-size": 10 }, String(e))));
   }
   for (let p = 0; p <= 100; p += 20) {
-    axes.append(sv("line", { x1: RIGHT.x0 - 4, x2: RIGHT.x0, y1: Ypct(p), y2: Ypct(p), stroke: "#24292f" }),
-                sv("text", { x: RIGHT.x0 - 7, y: Ypct(p) + 5, "text-anchor": "end" }, String(p)));
+    axes.append(svg("line", { x1: RIGHT.x0 - 4, x2: RIGHT.x0, y1: Ypct(p), y2: Ypct(p), stroke: "#24292f" }),
+                svg("text", { x: RIGHT.x0 - 7, y: Ypct(p) + 5, "text-anchor": "end" }, String(p)));
   }
   const yMid = (M.top + yBottom) / 2;
-  axes.append(sv("text", { x: 16, y: yMid, "text-anchor": "middle", transform: `rotate(-90 16 ${yMid})` }, text.ylabel),
-              sv("text", { x: RIGHT.x0 - 40, y: yMid, "text-anchor": "middle",
+  axes.append(svg("text", { x: 16, y: yMid, "text-anchor": "middle", transform: `rotate(-90 16 ${yMid})` }, text.ylabel),
+              svg("text", { x: RIGHT.x0 - 40, y: yMid, "text-anchor": "middle",
                            transform: `rotate(-90 ${RIGHT.x0 - 40} ${yMid})` }, text.nan_ylabel),
-              sv("text", { x: (LEFT.x0 + LEFT.x1) / 2, y: 18, "text-anchor": "middle", "font-size": 14 }, text.title),
-              sv("text", { x: (RIGHT.x0 + RIGHT.x1) / 2, y: 18, "text-anchor": "middle", "font-size": 14 },
+              svg("text", { x: (LEFT.x0 + LEFT.x1) / 2, y: 18, "text-anchor": "middle", "font-size": 14 }, text.title),
+              svg("text", { x: (RIGHT.x0 + RIGHT.x1) / 2, y: 18, "text-anchor": "middle", "font-size": 14 },
                  text.nan_title));
-  const bars = formats.map((f, i) => sv("rect", { class: "ampkit-attn-bar", "data-fmt": f.name, x: slot(LEFT, i) - barW / 2,
+  const bars = formats.map((f, i) => svg("rect", { class: "ampkit-attn-bar", "data-fmt": f.name, x: slot(LEFT, i) - barW / 2,
                                                   width: barW, "stroke-width": 2 }));
-  const barLabels = formats.map((f, i) => sv("text", { class: "ampkit-attn-label", "data-fmt": f.name, x: slot(LEFT, i),
+  const barLabels = formats.map((f, i) => svg("text", { class: "ampkit-attn-label", "data-fmt": f.name, x: slot(LEFT, i),
                                                        "text-anchor": "middle", "font-size": 13, "font-weight": "bold",
                                                        stroke: "#ffffff", "stroke-width": 4, "paint-order": "stroke" }));
-  const limits = sv("g", { class: "ampkit-attn-limits", "font-size": 12 });
+  const limits = svg("g", { class: "ampkit-attn-limits", "font-size": 12 });
   formats.forEach((f, i) => {
     const x = slot(LEFT, i);
     if (f.max < top) {                   // drawn above the bars, so an overflowed bar never hides it
-      limits.append(sv("line", { class: "ampkit-attn-max", "data-fmt": f.name, x1: x - 0.75 * barW, x2: x + 0.75 * barW,
+      limits.append(svg("line", { class: "ampkit-attn-max", "data-fmt": f.name, x1: x - 0.75 * barW, x2: x + 0.75 * barW,
                                  y1: Ylog(f.max), y2: Ylog(f.max), stroke: status.bad, "stroke-width": 2.5,
                                  "stroke-dasharray": "6 4" }),
-                    sv("text", { x, y: Ylog(f.max) - 5, "text-anchor": "middle", fill: status.bad, stroke: "#ffffff",
+                    svg("text", { x, y: Ylog(f.max) - 5, "text-anchor": "middle", fill: status.bad, stroke: "#ffffff",
                                  "stroke-width": 4, "paint-order": "stroke" }, f.label.join(" ")));
     } else {                             // far above the axis' top: said above the plot, one line under the other
-      f.label.forEach((line, k) => limits.append(sv("text", { x, y: M.top - 34 + 14 * k, "text-anchor": "middle",
+      f.label.forEach((line, k) => limits.append(svg("text", { x, y: M.top - 34 + 14 * k, "text-anchor": "middle",
                                                               fill: dtype[f.name] }, line)));
     }
   });
-  const nanBars = formats.map((f, i) => sv("rect", { class: "ampkit-attn-nan", "data-fmt": f.name,
+  const nanBars = formats.map((f, i) => svg("rect", { class: "ampkit-attn-nan", "data-fmt": f.name,
                                                      x: slot(RIGHT, i) - nanW / 2, width: nanW, fill: band.overflow }));
-  const nanLabels = formats.map((f, i) => sv("text", { class: "ampkit-attn-nan-label", "data-fmt": f.name,
+  const nanLabels = formats.map((f, i) => svg("text", { class: "ampkit-attn-nan-label", "data-fmt": f.name,
                                                        x: slot(RIGHT, i), "text-anchor": "middle", "font-size": 13 }));
-  const svg = sv("svg", { class: "ampkit-attn-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+  const svg = svg("svg", { class: "ampkit-attn-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
                           "font-family": "sans-serif" },
-                 sv("defs", {}, hatch), axes, ...bars, ...nanBars, limits, ...barLabels, ...nanLabels);
+                 svg("defs", {}, hatch), axes, ...bars, ...nanBars, limits, ...barLabels, ...nanLabels);
 
   el.append(h("div", { class: "ampkit-attn" },
               h("label", { class: "ampkit-control" }, h("span", {}, text.scale), scaleIn, scaleOut),

@@ -4,35 +4,7 @@
 // flushed / saturated, as flat indices or a base64 bit mask) and the page SELECTS the setting's entry. Every word
 // comes from the model's "text" (the kit's language); the readout's numbers are the engine's.
 
-const SVG = "http://www.w3.org/2000/svg";
 const W = 700, M = { left: 48, right: 12, top: 72 }, PH = 180, GAP = 44;   // two panels of PH px, one per row set
-const KEEP = new Set(["B", "SUP", "SUB", "SMALL", "CODE", "I"]);   // the markup a readout template may carry
-
-/** An SVG element with attributes and children (strings become text). */
-function s(tag, attrs = {}, ...children) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return node;
-}
-
-/** A template from the kit's catalog ("<b>{fmt}, {rule}</b>, {n} values:") as nodes, its {fields} filled in as
- * text; only simple inline markup (b, sup, small, code) is kept, never attributes. */
-function fill(template, fields) {
-  const body = new DOMParser().parseFromString(`<body>${template}</body>`, "text/html").body;
-  const walk = (node) => [...node.childNodes].flatMap((c) => {
-    if (c.nodeType === Node.TEXT_NODE) {
-      return c.textContent.split(/\{(\w+)\}/).map((part, i) => (i % 2 ? String(fields[part]) : part))
-        .filter((t) => t !== "").map((t) => document.createTextNode(t));
-    }
-    if (c.nodeType !== Node.ELEMENT_NODE) return [];
-    if (!KEEP.has(c.tagName)) return walk(c);
-    const el = document.createElement(c.tagName.toLowerCase());
-    el.append(...walk(c));
-    return [el];
-  });
-  return walk(body);
-}
 
 /** The key of a setting (fp8_blocks.setting_key): the controls that do not apply to the scheme are left out. */
 export function settingKey(scheme, block, fmt, rounding, pow2) {
@@ -82,40 +54,40 @@ function render({ model, el }) {
 
   const panels = [0, 1].map((p) => {
     const y0 = top(p);
-    const g = s("g", { class: `ampkit-fp8-panel ampkit-fp8-panel-${p ? "block" : "tensor"}` });
-    const title = s("text", { x: M.left, y: y0 - 6, "font-size": 13, class: "ampkit-fp8-panel-title" });
-    const flushed = s("path", { class: "ampkit-fp8-flushed", fill: band.flushed });
-    const saturated = s("path", { class: "ampkit-fp8-saturated", stroke: band.overflow, "stroke-width": 1.6,
+    const g = svg("g", { class: `ampkit-fp8-panel ampkit-fp8-panel-${p ? "block" : "tensor"}` });
+    const title = svg("text", { x: M.left, y: y0 - 6, "font-size": 13, class: "ampkit-fp8-panel-title" });
+    const flushed = svg("path", { class: "ampkit-fp8-flushed", fill: band.flushed });
+    const saturated = svg("path", { class: "ampkit-fp8-saturated", stroke: band.overflow, "stroke-width": 1.6,
                                   fill: "none" });
-    const edges = s("path", { class: "ampkit-fp8-edges", stroke: "#24292f", "stroke-width": 1, fill: "none" });
-    const shades = s("g", { class: "ampkit-fp8-scales" });   // the blocks, darker where k is larger
-    g.append(shades, s("rect", { x: M.left, y: y0, width: cols * cw, height: PH, fill: "none", stroke: "#24292f",
+    const edges = svg("path", { class: "ampkit-fp8-edges", stroke: "#24292f", "stroke-width": 1, fill: "none" });
+    const shades = svg("g", { class: "ampkit-fp8-scales" });   // the blocks, darker where k is larger
+    g.append(shades, svg("rect", { x: M.left, y: y0, width: cols * cw, height: PH, fill: "none", stroke: "#24292f",
                                  class: "ampkit-fp8-kept" }), flushed, edges, saturated, title,
-             s("text", { x: M.left - 8, y: y0 + 4, "text-anchor": "end", "font-size": 11 }, "0"),
-             s("text", { x: M.left - 8, y: y0 + PH, "text-anchor": "end", "font-size": 11 }, String(rows - 1)),
-             s("text", { x: 12, y: y0 + PH / 2, "text-anchor": "middle", "font-size": 12,
+             svg("text", { x: M.left - 8, y: y0 + 4, "text-anchor": "end", "font-size": 11 }, "0"),
+             svg("text", { x: M.left - 8, y: y0 + PH, "text-anchor": "end", "font-size": 11 }, String(rows - 1)),
+             svg("text", { x: 12, y: y0 + PH / 2, "text-anchor": "middle", "font-size": 12,
                          transform: `rotate(-90 12 ${y0 + PH / 2})` }, text.ylabel));
     return { g, title, flushed, saturated, edges, shades };
   });
-  const axis = s("g", { "font-size": 11 });
+  const axis = svg("g", { "font-size": 11 });
   const yAxis = top(1) + PH;
   for (let c = 0; c <= cols; c += Math.max(1, cols / 8)) {
-    axis.append(s("line", { x1: M.left + c * cw, x2: M.left + c * cw, y1: yAxis, y2: yAxis + 4, stroke: "#24292f" }),
-                s("text", { x: M.left + c * cw, y: yAxis + 16, "text-anchor": "middle" }, String(c)));
+    axis.append(svg("line", { x1: M.left + c * cw, x2: M.left + c * cw, y1: yAxis, y2: yAxis + 4, stroke: "#24292f" }),
+                svg("text", { x: M.left + c * cw, y: yAxis + 16, "text-anchor": "middle" }, String(c)));
   }
-  axis.append(s("text", { x: (M.left + W - M.right) / 2, y: yAxis + 33, "text-anchor": "middle", "font-size": 12 },
+  axis.append(svg("text", { x: (M.left + W - M.right) / 2, y: yAxis + 33, "text-anchor": "middle", "font-size": 12 },
                 text.xlabel));
-  const legend = s("g", { "font-size": 12, class: "ampkit-fp8-legend" });
+  const legend = svg("g", { "font-size": 12, class: "ampkit-fp8-legend" });
   let lx = M.left;
   for (const [name, label] of text.legend) {
-    legend.append(name === "edge" ? s("line", { x1: lx, x2: lx + 14, y1: 36, y2: 36, stroke: "#24292f" })
-      : s("rect", { x: lx, y: 30, width: 14, height: 11, fill: band[name], "fill-opacity": name === "normal" ? 0.3 : 1 }),
-                  s("text", { x: lx + 18, y: 40 }, label));
+    legend.append(name === "edge" ? svg("line", { x1: lx, x2: lx + 14, y1: 36, y2: 36, stroke: "#24292f" })
+      : svg("rect", { x: lx, y: 30, width: 14, height: 11, fill: band[name], "fill-opacity": name === "normal" ? 0.3 : 1 }),
+                  svg("text", { x: lx + 18, y: 40 }, label));
     lx += 34 + 6.6 * [...label].length * (/[\u3000-\u9fff]/.test(label) ? 1.8 : 1);
   }
-  const svg = s("svg", { class: "ampkit-fp8-blocks-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+  const svg = svg("svg", { class: "ampkit-fp8-blocks-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
                          "font-family": "sans-serif" },
-                s("text", { x: W / 2, y: 16, "text-anchor": "middle", "font-size": 15 }, text.title),
+                svg("text", { x: W / 2, y: 16, "text-anchor": "middle", "font-size": 15 }, text.title),
                 legend, ...panels.map((p) => p.g), axis);
   el.append(h("div", { class: "ampkit-fp8-blocks" }, schemeRow, blockRow, h("div", { class: "ampkit-control" },
               fmtRow, ruleRow), h("label", { class: "ampkit-control ampkit-fp8-pow2" }, pow2, text.pow2), readout, svg));
@@ -163,14 +135,14 @@ function render({ model, el }) {
         const x = M.left + (i % cols + 0.5) * cw, y = y0 + (Math.floor(i / cols) + 0.5) * rh;
         return `M${x - 4},${y - 4}l8,8M${x - 4},${y + 4}l8,-8`;
       }).join(""));
-      panel.title.replaceChildren(s("tspan", { "font-weight": "bold" }, row.label), ` ${row.scales} · `,
+      panel.title.replaceChildren(svg("tspan", { "font-weight": "bold" }, row.label), ` ${row.scales} · `,
                                   text.k.replace("{range}", row.k.range));
       const [gr, gc] = row.k.n, bw = (cols / gc) * cw, bh = PH / gr, paths = new Map();
       ks[p].forEach((k, i) => {
         const r = Math.floor(i / gc), c = i % gc;
         paths.set(k, (paths.get(k) ?? "") + `M${M.left + c * bw},${y0 + r * bh}h${bw}v${bh}h${-bw}z`);
       });
-      panel.shades.replaceChildren(...[...paths].map(([k, d]) => s("path", { d, fill: band.normal, "data-k": k,
+      panel.shades.replaceChildren(...[...paths].map(([k, d]) => svg("path", { d, fill: band.normal, "data-k": k,
         "fill-opacity": kmax > kmin ? 0.1 + 0.35 * (k - kmin) / (kmax - kmin) : 0.3 })));
       let d = "";
       if (p === 1 && st.edges) {
@@ -181,7 +153,7 @@ function render({ model, el }) {
       panel.edges.setAttribute("d", d);
     });
     const cell = (cls, value, colour) => h("td", { class: cls, style: colour ? { color: colour } : {} }, String(value));
-    readout.replaceChildren(...fill(text.head, { fmt: st.fmt, rule: st.rule, n: st.n }),
+    readout.replaceChildren(...fillMarkup(text.head, { fmt: st.fmt, rule: st.rule, n: st.n }),
       h("table", { style: { borderSpacing: "14px 2px" } },
         h("tr", {}, h("th", {}), ...text.columns.map((c) => h("th", {}, c))),
         ...st.rows.map((row, p) => h("tr", { class: p ? "ampkit-fp8-row-block" : "ampkit-fp8-row-tensor" },

@@ -105,3 +105,38 @@ export function applyLook(el, look) {
     for (const [name, colour] of Object.entries(colours)) el.style.setProperty(`--ampkit-${group}-${name}`, colour);
   }
 }
+
+export const SVG_NS = "http://www.w3.org/2000/svg";
+/** The markup a catalog template may carry (fillMarkup keeps these elements, never attributes). */
+const KEEP_MARKUP = new Set(["B", "SUP", "SUB", "SMALL", "CODE", "I"]);
+
+/** An SVG element with attributes and children (strings become text: never parsed). */
+export function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+/** A template of the kit's catalog with its {fields} (and {fields:spec}) filled by the strings the engine printed. */
+export function fillText(template, fields) {
+  return template.replace(/\{(\w+)(?::[^{}]*)?\}/g, (m, k) => String(fields[k]));
+}
+
+/** A template from the kit's catalog ("<b>scale 2<sup>{k}</sup> in {fmt}</b>: ") as nodes, its {fields} filled in
+ * as text; only simple inline markup (b, sup, sub, small, code, i) is kept, never attributes. */
+export function fillMarkup(template, fields) {
+  const body = new DOMParser().parseFromString(`<body>${template}</body>`, "text/html").body;
+  const walk = (node) => [...node.childNodes].flatMap((c) => {
+    if (c.nodeType === Node.TEXT_NODE) {
+      return c.textContent.split(/\{(\w+)\}/).map((part, i) => (i % 2 ? String(fields[part]) : part))
+        .filter((t) => t !== "").map((t) => document.createTextNode(t));
+    }
+    if (c.nodeType !== Node.ELEMENT_NODE) return [];
+    if (!KEEP_MARKUP.has(c.tagName)) return walk(c);
+    const el = document.createElement(c.tagName.toLowerCase());
+    el.append(...walk(c));
+    return [el];
+  });
+  return walk(body);
+}

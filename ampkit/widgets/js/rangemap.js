@@ -4,16 +4,7 @@
 // is trivial (the marker's x = log2|value|, the bars moved by log2(scale), numbers printed as Python prints them)
 // and tests/browser/test_front_rangemap_arith_browser.py checks each formula against the engine.
 
-const SVG_NS = "http://www.w3.org/2000/svg";
 const BAND_KEYS = ["flushed", "subnormal", "normal", "overflow"];
-
-/** An SVG element with attributes and children (strings become text). */
-function svg(tag, attrs = {}, ...children) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return node;
-}
 
 /** A Python float's repr as the engine sent it ("1e-06", "inf", "nan"; "" for none) -> a number (null for none). */
 export function parseRepr(text) {
