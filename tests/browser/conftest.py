@@ -180,8 +180,8 @@ class Lab:
         self._pages = []
 
     # --- opening -------------------------------------------------------------------------------------------
-    def open_and_run(self, notebook: str, timeout_ms: int = 120_000, run_menu: str = "Run"):
-        """Open a copy of ``notebooks/<notebook>``, Run All, wait for the kernel to go idle and widgets to render."""
+    def _open_page(self, notebook: str):
+        """A fresh page (its own context) with ``notebook`` open in JupyterLab, its console errors collected."""
         context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         self._pages.append(page)
@@ -190,6 +190,11 @@ class Lab:
         page.set_default_timeout(30_000)
         page.goto(f"{self.server.url}/lab/tree/{notebook}?token={self.server.token}&reset")
         page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+        return page
+
+    def open_and_run(self, notebook: str, timeout_ms: int = 120_000, run_menu: str = "Run"):
+        """Open a copy of ``notebooks/<notebook>``, Run All, wait for the kernel to go idle and widgets to render."""
+        page = self._open_page(notebook)
         self._poll(page, """() => !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
                                   && !document.querySelector('.jp-Dialog')
                                   && /Python/.test(document.querySelector('.jp-KernelName')?.textContent ?? '')""",
@@ -220,14 +225,7 @@ class Lab:
         subprocess.run([sys.executable, "-m", "jupyter", "trust", str(saved)], env=self.server.env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         notebook = saved.name
-        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        self._pages.append(page)
-        page.on("console", lambda msg: self._on_console(notebook, msg))
-        page.on("pageerror", lambda exc: self.console_errors.append(f"{notebook}: page error: {exc}"))
-        page.set_default_timeout(30_000)
-        page.goto(f"{self.server.url}/lab/tree/{notebook}?token={self.server.token}&reset")
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+        page = self._open_page(notebook)
         page.wait_for_selector(".jp-OutputArea .ampkit-front", state="attached", timeout=timeout_ms)
         return page
 
