@@ -1,55 +1,175 @@
-"""Notebook 06 in a real JupyterLab: move the amax-history explorer's history slider, the saturation readout follows
-(checked against the number computed here the way the widget computes it); every static figure is screenshotted."""
+"""Notebook 06's amax-history explorer (AmaxHistoryExplorer) in a real JupyterLab, drawn in the browser
+(ampkit/widgets/js/amax.js) from every setting the engine computed when the view started.
+
+- Run All: the view renders at activation, history 16, "max", margin 0; random key presses on every control (the
+  history and margin sliders: arrows, Page Up/Down, Home/End; the tensor and algorithm buttons: Enter, Space);
+  at each setting the readout, the marked saturating steps, the line of the largest value the delayed scale keeps
+  and just-in-time's equal :func:`ampkit.widgets.fp8.explorer_state` computed here on the same recording.
+- The saved notebook, opened and not run (no kernel): the same with other random keys.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import math
+import random
 import re
 
 import pytest
-import torch
 
 pytestmark = pytest.mark.browser
 
-READOUT = ".ampkit-fp8-readout"
+NOTEBOOK = "06_fp8_scaling.ipynb"
+VIEW = ".jp-OutputArea .ampkit-amax"
+PLOT = f"{VIEW} svg.ampkit-amax-plot"
+READOUT = f"{VIEW} .ampkit-amax-readout"
 
 
-def saturating_steps(text: str) -> int:
-    m = re.search(r"saturated at (\d+) of (\d+) steps", text)
-    assert m, text
-    return int(m.group(1))
+@functools.cache
+def _recording():
+    import torch
 
-
-def expected_steps(history_len: int) -> int:
-    """What the readout must say for the activation, algorithm "max", margin 0, computed like the widget does."""
     from ampkit.lessons.fp8_scaling import record_amax_run
-    from ampkit.widgets.fp8 import explorer_state
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # as the notebook does
     try:
-        rec = record_amax_run()
+        return record_amax_run()
     finally:
         torch.set_num_threads(threads)
-    return explorer_state(rec, "activation", history_len, "max", 0).saturating_steps
 
 
-def test_history_slider_moves_the_saturation_readout(lab):
-    page = lab.open_and_run("06_fp8_scaling.ipynb")
-    start = lab.text(page, READOUT)
-    assert "history 16" in start and "activation in e4m3" in start
-    assert saturating_steps(start) == expected_steps(16)
-    img = page.locator(".ampkit-fp8-plot img, img.ampkit-fp8-plot").first
-    src0 = img.get_attribute("src")
-    assert page.evaluate("(e) => [e.naturalWidth, e.getAttribute('width')]", img.element_handle()) == [750, "750"]
-    img.scroll_into_view_if_needed()
-    lab.screenshot(page, "06_fp8_scaling-explorer-before")
+def expected(tensor: str, history: int, algo: str, margin: int) -> dict:
+    """What the page must show for the setting, from the engine."""
+    import torch
 
-    lab.move_slider(page, 0, "ArrowLeft", presses=15)             # history 16 -> 1
-    after = lab.wait_for_text(page, READOUT, "history 1,")
-    assert saturating_steps(after) == expected_steps(1) != saturating_steps(start)
-    assert img.get_attribute("src") != src0
-    img.scroll_into_view_if_needed()
-    lab.screenshot(page, "06_fp8_scaling-explorer-after")
+    from ampkit.fp8 import fp8_max
+    from ampkit.widgets.fp8 import explorer_state, readout_html
 
+    s = explorer_state(_recording(), tensor, history, algo, margin)
+    top = fp8_max(s.fmt)
+    return {"state": f"{tensor},{history},{algo},{margin}",
+            "readout": html.unescape(re.sub(r"<[a-z/][^>]*>", "", readout_html(s))),
+            "sat": torch.nonzero(s.delayed_saturated > 0).flatten().tolist(),
+            "worst": s.worst_step if s.saturating_steps else None,
+            "kept": torch.log2(top / s.delayed_scale.double()).tolist(),
+            "jit": torch.log2(top / s.current_scale.double()).tolist(),
+            "amax": torch.log2(s.amax.double()).tolist()}
+
+
+def shown(page) -> dict:
+    """What the view draws: per step the y of the kept line (one horizontal segment a step) and of the dashed line,
+    the marked steps (rings and bands) with their ring's y, the axis, the worst step's label, the readout."""
+    return page.evaluate("""(sel) => {
+        const v = document.querySelector(sel), svg = v.querySelector('svg.ampkit-amax-plot');
+        const d = (cls) => svg.querySelector(cls).getAttribute('d');
+        const kept = d('.ampkit-amax-kept'), jit = d('.ampkit-amax-jit');
+        const keptY = [Number(kept.match(/^M[-\\d.]+,([-\\d.]+)/)[1]),
+                       ...[...kept.matchAll(/V([-\\d.]+)/g)].map(m => Number(m[1]))];
+        const jitY = [...jit.matchAll(/[ML][-\\d.]+,([-\\d.]+)/g)].map(m => Number(m[1]));
+        const rings = [...svg.querySelectorAll('.ampkit-amax-sat')].map(c => [Number(c.dataset.step),
+                                                                             Number(c.getAttribute('cy'))]);
+        const bands = [...svg.querySelectorAll('.ampkit-amax-band')].map(r => Number(r.dataset.step));
+        const dots = [...svg.querySelectorAll('.ampkit-amax-dots circle')].map(c => Number(c.getAttribute('cy')));
+        const box = ['lo', 'hi', 'y0', 'y1'].map(k => Number(svg.dataset[k]));
+        return {state: svg.dataset.state, keptY, jitY, rings, bands, dots, box,
+                worst: svg.querySelector('.ampkit-amax-worst').textContent,
+                readout: v.querySelector('.ampkit-amax-readout').textContent,
+                ranges: [...v.querySelectorAll('input[type=range]')].map(r => r.value),
+                pressed: [...v.querySelectorAll('button[aria-pressed=true]')].map(b => b.dataset.value)};
+    }""", VIEW)
+
+
+def check(page, tensor: str, history: int, algo: str, margin: int) -> None:
+    """Wait for the view to reach the setting, then compare what it draws and reads out with the engine's."""
+    want = expected(tensor, history, algo, margin)
+    page.wait_for_function("([sel, s]) => document.querySelector(sel)?.dataset.state === s",
+                           arg=[PLOT, want["state"]], timeout=30_000)
+    got = shown(page)
+    lo, hi, y0, y1 = got["box"]
+    log2 = lambda y: lo + (y1 - y) / (y1 - y0) * (hi - lo)           # noqa: E731 — the axis, inverted
+    tol = 0.006 * (hi - lo) / (y1 - y0) + 1e-3                       # a path's 2 decimals + the sent 3 decimals
+    key = want["state"]
+    assert got["readout"] == want["readout"], key
+    assert [r[0] for r in got["rings"]] == want["sat"] and got["bands"] == want["sat"], key
+    for step, cy in got["rings"]:
+        assert log2(cy) == pytest.approx(want["amax"][step], abs=tol), key
+    assert [log2(y) for y in got["keptY"]] == pytest.approx(want["kept"], abs=tol), key
+    assert [log2(y) for y in got["jitY"]] == pytest.approx(want["jit"], abs=tol), key
+    assert [log2(y) for y in got["dots"]] == pytest.approx(want["amax"], abs=tol), key
+    assert lo <= min(want["kept"] + want["jit"] + want["amax"]) and max(want["kept"] + want["jit"]) <= hi
+    worst = re.search(r"worst step (\d+): (.+?) of its values saturated", want["readout"])
+    assert got["worst"] == (f"step {worst[1]}: {worst[2]} saturated" if worst else ""), key
+    assert (int(worst[1]) if worst else None) == want["worst"], key
+    assert got["ranges"] == [str(history), str(margin)] and got["pressed"] == [tensor, algo], key
+
+
+def _press(page, selector: str, key: str) -> None:
+    """Focus a control of the view and press a key on it (the keyboard, no click)."""
+    loc = page.locator(f"{VIEW} {selector}").first
+    loc.scroll_into_view_if_needed()
+    loc.focus()
+    loc.press(key)
+
+
+def random_walk(page, lab, rng: random.Random, moves: int, shots: str) -> None:
+    """Random keys on every control; each setting reached is checked against the engine."""
+    steps, margins = len(_recording().amax["activation"]), 8
+    setting = dict(zip(("tensor", "history", "algo", "margin"), shown(page)["state"].split(",")))
+    setting["history"], setting["margin"] = int(setting["history"]), int(setting["margin"])
+    for move in range(moves):
+        control = ["history", "margin", "tensor", "algo"][move % 4] if move < 4 else \
+            rng.choice(["history", "history", "margin", "tensor", "algo"])
+        if control in ("history", "margin"):
+            top = steps if control == "history" else margins
+            low = 1 if control == "history" else 0
+            key = rng.choice(["ArrowRight", "ArrowLeft", "ArrowUp", "ArrowDown", "PageUp", "PageDown", "Home", "End"])
+            presses = rng.randint(1, 6) if key.startswith("Arrow") else 1
+            for _ in range(presses):
+                _press(page, f"input.ampkit-amax-{control}", key)
+            if key.startswith("Arrow"):       # Page Up/Down move by the browser's page step: read it back
+                step = presses if key in ("ArrowRight", "ArrowUp") else -presses
+                setting[control] = max(low, min(top, setting[control] + step))
+            elif key in ("Home", "End"):
+                setting[control] = low if key == "Home" else top
+            else:
+                page.wait_for_timeout(50)
+                setting[control] = int(shown(page)["ranges"][0 if control == "history" else 1])
+        else:
+            values = ["activation", "gradient"] if control == "tensor" else ["max", "most_recent"]
+            value = rng.choice(values)
+            _press(page, f"button.ampkit-amax-{control}[data-value='{value}']", rng.choice(["Enter", "Space"]))
+            setting[control] = value
+        check(page, setting["tensor"], setting["history"], setting["algo"], setting["margin"])
+        if move in (3, moves - 1):
+            lab.screenshot(page, f"{shots}-{move}", near=PLOT)
+
+
+def test_explorer_follows_every_control(lab):
+    page = lab.open_and_run(NOTEBOOK)
+    plot = page.locator(PLOT).first
+    plot.scroll_into_view_if_needed()
+    check(page, "activation", 16, "max", 0)
+    assert "history 16" in lab.text(page, READOUT) and "activation in e4m3" in lab.text(page, READOUT)
+    assert page.evaluate("(e) => e.getBoundingClientRect().width", plot.element_handle()) == 750
+    lab.screenshot(page, "06_fp8_scaling-explorer-start", near=PLOT)
+    _press(page, "input.ampkit-amax-history", "Home")                # history 1: the spikes saturate
+    check(page, "activation", 1, "max", 0)
+    lab.screenshot(page, "06_fp8_scaling-explorer-history-1", near=PLOT)
+    random_walk(page, lab, random.Random(30), 14, "06_fp8_scaling-explorer-live")
     lab.check_figures(page, "06_fp8_scaling", at_least=3)
     lab.assert_clean(page)
 
 
-# the per-tensor vs per-block explorer (drawn in the browser): tests/browser/test_fp8_blocks_browser.py
+def test_explorer_moves_without_a_kernel(lab):
+    """The saved notebook, nothing run: every control moves, and every setting shows the engine's numbers."""
+    page = lab.open_saved(NOTEBOOK)
+    page.locator(PLOT).first.scroll_into_view_if_needed()
+    check(page, "activation", 16, "max", 0)
+    random_walk(page, lab, random.Random(6), 16, "06_fp8_scaling-explorer-no-kernel")
+    _press(page, "button.ampkit-amax-tensor[data-value='gradient']", "Enter")
+    _press(page, "input.ampkit-amax-history", "End")
+    _press(page, "input.ampkit-amax-margin", "End")
+    check(page, "gradient", len(_recording().amax["gradient"]), shown(page)["state"].split(",")[2], 8)
+    assert not math.isnan(shown(page)["box"][0])
+    lab.assert_clean(page)
