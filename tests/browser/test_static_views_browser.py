@@ -270,3 +270,64 @@ def test_static_page_views_move_offline(edition, stem, exported, browser):
         assert not errors, "\n".join(errors)
     finally:
         context.close()
+
+
+_PROBE_ESM = """
+export default () => ({                        // anywidget's factory form
+  initialize({ model }) { model.set("initialized", true); },
+  render({ model, el }) {
+    const seen = [];
+    const cb = (m, v) => seen.push(v);
+    model.on("change:value", cb);
+    model.set("value", 1);                       // unchanged: no event
+    model.set("value", 2);
+    model.set("data", { a: [1, 2] });            // equal objects: no event either
+    model.off("change:value", cb);
+    model.set("value", 3);                       // no listener left
+    let saved;
+    try { model.save_changes(); saved = "saved"; } catch (err) { saved = err.message; }
+    model.send({ ignored: true });
+    el.classList.add("probe", "ampkit-front");
+    el.textContent = JSON.stringify({ seen, initialized: model.get("initialized"), value: model.get("value"),
+                                      saved, manager: "widget_manager" in model });
+  },
+});
+"""
+
+
+def test_the_runtime_gives_any_view_the_anywidget_model(tmp_path, browser):
+    """page.js alone, with a probe view and a view whose module throws: the probe sees anywidget's model (set fires
+    change:x only on a change, off removes, save_changes throws "no kernel", no widget manager), its _css is added,
+    its still picture replaced; the broken view keeps its still picture and says why in the console."""
+    from ampkit._nbexport import RUNTIME
+
+    state = {"state": {
+        "probe": {"state": {"_esm": _PROBE_ESM, "_css": ".probe { color: rgb(1, 2, 3); }", "value": 1,
+                            "data": {"a": [1, 2]}}},
+        "broken": {"state": {"_esm": "export default { render() { throw new Error('boom'); } };"}}}}
+    still = '<img class="ampkit-static-still" alt="still">'
+    page_html = (f"<!DOCTYPE html><html><body>"
+                 f'<div class="ampkit-static-view" data-model-id="probe">{still}</div>'
+                 f'<div class="ampkit-static-view" data-model-id="broken">{still}</div>'
+                 f'<script type="{STATE}">{json.dumps(state)}</script>'
+                 f'<script type="module">{RUNTIME.read_text()}\nrenderViews(document);</script></body></html>')
+    path = tmp_path / "probe.html"
+    path.write_text(page_html)
+    context = browser.new_context()
+    errors = []
+    page = context.new_page()
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => !!document.body.dataset.ampkitViews", timeout=10_000)
+        assert page.evaluate("() => document.body.dataset.ampkitViews") == "1/2"
+        probe = json.loads(page.locator(".probe").text_content())
+        assert probe == {"seen": [2], "initialized": True, "value": 3, "manager": False,
+                         "saved": "no kernel: this page keeps its changes to itself"}
+        assert page.evaluate("() => getComputedStyle(document.querySelector('.probe')).color") == "rgb(1, 2, 3)"
+        assert page.locator("[data-model-id=probe] .ampkit-static-still").count() == 0
+        assert page.locator("[data-model-id=broken] .ampkit-static-still").count() == 1
+        assert page.locator("[data-model-id=broken]").get_attribute("data-rendered") == "failed"
+        assert len(errors) == 1 and "view broken not drawn" in errors[0] and "boom" in errors[0], errors
+    finally:
+        context.close()
