@@ -123,13 +123,15 @@ def test_progress_and_live_plot_run_headless():
     plot = LiveLossPlot(every=2)
     h = train(build_model("mlp"), make_data("mlp", 128), "O3", "bf16", steps=5, progress=True, callback=plot)
     assert h.steps == 5
-    # drawn at steps 0, 2, 4; on_train_end finds the last step already drawn
-    assert len(plot.line.get_xdata()) == 5 and plot.ax.get_title() == "O3 bf16: training loss, live"
-    from ampkit.widgets.style import dtype_colour
-    assert plot.line.get_color() == dtype_colour("bf16")  # the run's dtype colour, named on the first update
+    # sent at steps 0, 2, 4 (only the new points each time); on_train_end finds the last step already sent
+    assert [(m["start"], len(m["losses"].split())) for m in plot.sent] == [(0, 1), (1, 2), (3, 2)]
+    assert plot.points == h.losses and plot.title == "O3 bf16: training loss, live"
+    assert plot.losses.split() == [repr(v) for v in h.losses] and plot.bad == -1   # the whole curve: saved state
+    assert plot.dtype_key == "bf16"  # the run's dtype colour (look.colours.dtype on the page), named on the update
     plot = LiveLossPlot(reference=[1.0, 0.5])
+    assert plot.reference == "1.0 0.5"
     plot.update(h)
-    assert len(plot.line.get_xdata()) == 5
+    assert plot.points == h.losses and plot.sent[-1]["start"] == 0
 
 
 def test_live_plot_draws_the_last_step_when_every_skips_it():
@@ -139,7 +141,8 @@ def test_live_plot_draws_the_last_step_when_every_skips_it():
     plot.update = lambda hist: (drawn.append(hist.steps), real(hist))
     train(build_model("mlp"), make_data("mlp", 128), steps=5, callback=plot)
     assert drawn == [1, 4, 5]  # steps 0 and 3, then the end of the run
-    assert plot.ax.get_title() == "O0: training loss, live"
+    assert plot.title == "O0: training loss, live" and plot.dtype_key == "fp32"
+    assert len(plot.losses.split()) == 5
     with pytest.raises(ValueError, match="every"):
         LiveLossPlot(every=0)
 
@@ -160,38 +163,54 @@ def test_callback_contract():
         train(build_model("mlp"), make_data("mlp", 64), steps=1, callback=5)
 
 
-def test_live_plot_is_a_readable_agg_figure_and_marks_nan():
+def test_live_plot_streams_points_and_marks_nan():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     plot = LiveLossPlot("O3 fp16")
-    w, _ = plot.fig.get_size_inches()
-    assert isinstance(plot.fig.canvas, FigureCanvasAgg) and w >= 6.5  # its own canvas, not pyplot's
-    assert "step" in plot.ax.get_xlabel() and "nats" in plot.ax.get_ylabel() and plot.ax.get_title() == "O3 fp16"
     h = History("O3", "float16", losses=[1.2, 1.1, float("nan"), float("nan")])
     plot.update(h)
-    texts = [t.get_text() for t in plot.ax.texts]
-    assert texts == ["inf/NaN from step 2"]
-    plot.update(h)  # redrawing replaces the mark instead of piling up copies
-    assert len(plot.ax.texts) == 1 and sum(ln.get_marker() == "X" for ln in plot.ax.lines) == 1
-    plot.update(History("O1", "bfloat16", losses=[1.0, 0.9]))
-    assert len(plot.ax.texts) == 0  # finite again: no mark
+    assert plot.sent[-1] == {"type": "points", "start": 0, "losses": "1.2 1.1 nan nan", "bad": 2}
+    h.losses.append(float("inf"))
+    plot.update(h)   # only the new point goes out
+    assert plot.sent[-1] == {"type": "points", "start": 4, "losses": "inf", "bad": 2}
+    plot.on_train_end(h)
+    assert plot.bad == 2 and plot.losses == "1.2 1.1 nan nan inf" and plot.title == "O3 fp16"
+    fig = plot.figure()   # the still picture: mark_nonfinite's mark, a readable Agg figure
+    ax = fig.axes[0]
+    assert isinstance(fig.canvas, FigureCanvasAgg) and fig.get_size_inches()[0] >= 6.5
+    assert "step" in ax.get_xlabel() and "nats" in ax.get_ylabel() and ax.get_title() == "O3 fp16"
+    assert [t.get_text() for t in ax.texts] == ["inf/NaN from step 2"]
+    assert plot.still()[:4] == b"\x89PNG"
+    plot.update(History("O1", "bfloat16", losses=[1.0, 0.9]))   # another run: the page starts over
+    assert plot.sent[-1] == {"type": "points", "start": 0, "losses": "1.0 0.9", "bad": None}
+
+
+def test_live_plot_bytes_per_update():
+    import json
+
+    plot = LiveLossPlot(every=1)
+    train(build_model("mlp"), make_data("mlp", 128), "O1", "bf16", steps=40, callback=plot)
+    sizes = [len(json.dumps(m)) for m in plot.sent]
+    assert len(sizes) == 40 and max(sizes) < 120   # one point a message, whatever the run's length
 
 
 def test_live_plot_updates_one_display_in_a_notebook(monkeypatch):
     shown = []
 
     class Handle:
-        def update(self, obj):
-            shown.append(("update", type(obj).__name__))
+        def update(self, obj, raw=False):
+            shown.append(("update", sorted(obj)))
 
     import ampkit.widgets.train as wt
 
     monkeypatch.setattr(wt, "get_ipython", lambda: object())
-    monkeypatch.setattr(wt, "display", lambda obj, display_id=None: shown.append(("display", type(obj).__name__))
+    monkeypatch.setattr(wt, "display", lambda obj, raw=False, display_id=None: shown.append(("display", sorted(obj)))
                         or Handle())
     plot = LiveLossPlot("O1 bf16")
     plot.update(History("O1", "bfloat16", losses=[1.0, 0.9]))
-    assert shown == [("display", "Image"), ("update", "Image")]  # PNGs, whatever the kernel's backend is
+    plot.on_train_end(History("O1", "bfloat16", losses=[1.0, 0.9]))
+    bundle = ["application/vnd.jupyter.widget-view+json", "image/png", "text/plain"]
+    assert shown == [("display", bundle), ("update", bundle)]  # the view and its still, redrawn once at the end
 
 
 def test_evaluate_restores_training_mode():

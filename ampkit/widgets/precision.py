@@ -1,37 +1,55 @@
-"""The O-level picker (notebook 02): slide O0 → O3, pick fp16/bf16, watch dtypes, memory, speed and loss change.
+"""The O-level picker (notebook 02, ``02_autocast_and_levels.ipynb``): O0 → O3 × fp16/bf16, drawn in the browser.
 
-A thin view over :func:`ampkit.lessons.autocast_and_levels.run_level` (cached per (model, level, dtype) in a
+A view over :func:`ampkit.lessons.autocast_and_levels.run_level` (cached per (model, level, dtype) in a
 :class:`ampkit.lessons.autocast_and_levels.LevelRunCache`), :func:`ampkit.precision.trace_dtypes` and
-:func:`ampkit.precision.memory_report`. The figure (loss vs O0, memory bars vs O0) is a
-:func:`ampkit.widgets.style.new_figure` with its own Agg canvas (importing this module never touches the kernel's
-matplotlib backend), built once; each change updates its artists and re-renders it to an ``ipywidgets.Image``.
+:func:`ampkit.precision.memory_report`. The engine trains the runs; :func:`run_state` turns one into what the page
+draws (``js/olevel.js``): its losses as Python's repr, the first non-finite step, the per-layer dtype table, the
+memory per category and the summary lines as the engine prints them. The page only SELECTS among the trained runs,
+so the saved notebook toggles them with no kernel; a run not trained yet is trained by the kernel when the page asks
+(its progress streamed as messages), and without a kernel the page says so in one line. Step times are measurements:
+they are sent as messages (:meth:`OLevelPicker.timings`), never kept in the saved state, so a re-execution does not
+churn it.
 """
 from __future__ import annotations
 
 import html
 import math
+from typing import Any
 
 import ipywidgets as W
+import traitlets
 
 from ampkit.device import autocast_dtypes, device_report
 from ampkit.dtypes import short_name
 from ampkit.i18n import mark, tr
 from ampkit.lessons.autocast_and_levels import LevelRun, LevelRunCache
-from ampkit.precision import LEVELS, LayerTrace, resolve_level, speed_phrase
-from ampkit.widgets.style import (
-    DTYPE_COLOURS,
-    STATUS_COLOURS,
-    WidgetView,
-    dtype_colour,
-    freeze_layout,
-    new_figure,
-    png_bytes,
-)
+from ampkit.precision import LEVELS, LayerTrace, level_label, resolve_level, speed_phrase
+from ampkit.widgets.front import FrontView
+from ampkit.widgets.style import DTYPE_COLOURS, STATUS_COLOURS, dtype_colour, new_figure, png_bytes
 
-__all__ = ["OLevelPicker", "dtype_table_html", "summary_html", "MEMORY_FIELDS"]
+__all__ = ["OLevelPicker", "dtype_table_html", "summary_html", "summary_lines", "run_state", "loss_title",
+           "nonfinite_at", "MEMORY_FIELDS"]
 
 #: The memory categories shown as bars (keys of :meth:`ampkit.precision.MemoryReport.as_dict`).
 MEMORY_FIELDS: tuple[str, ...] = ("weights", "grads", "optimizer state", "master weights", "master grads")
+_MEMORY_LABELS = (mark("weights"), mark("grads"), mark("optim. state"), mark("master weights"), mark("master grads"))
+_COLUMNS = (mark("layer"), mark("type"), mark("params"), mark("input"), mark("output"), mark("note"))
+
+
+def nonfinite_at(ys: list[float]) -> int | None:
+    """The first step whose loss is inf/NaN (where :func:`ampkit.widgets.style.mark_nonfinite` puts its mark), or
+    ``None``: the one rule the pages draw by.
+
+    >>> nonfinite_at([1.0, 0.5, float("nan"), 0.4]), nonfinite_at([1.0])
+    (2, None)
+    """
+    return next((i for i, y in enumerate(ys) if not math.isfinite(y)), None)
+
+
+def table_caption(level: str, dtype: str) -> str:
+    """The table's caption: which level and low dtype (O0 names none: it is fp32 only)."""
+    what = tr("fp32 only (the low-dtype toggle does not apply)") if level == "O0" else short_name(dtype)
+    return tr("<b>{level}</b> with {what}: dtypes per layer in one forward pass", level=level, what=what)
 
 
 def dtype_table_html(trace: list[LayerTrace], level: str, dtype: str) -> str:
@@ -40,30 +58,28 @@ def dtype_table_html(trace: list[LayerTrace], level: str, dtype: str) -> str:
         colour = DTYPE_COLOURS.get(s)
         return f"<td style='color:{colour}'><b>{s}</b></td>" if colour else f"<td>{html.escape(s)}</td>"
 
-    head = "".join(f"<th>{tr(h)}</th>" for h in (mark("layer"), mark("type"), mark("params"), mark("input"),
-                                                  mark("output"), mark("note")))
+    head = "".join(f"<th>{tr(h)}</th>" for h in _COLUMNS)
     body = []
     for t in trace:
         r = t.as_row()
         body.append(f"<tr><td><code>{html.escape(r['layer'])}</code></td><td>{r['type']}</td>"
                     f"{cell(r['params'])}{cell(r['input'])}{cell(r['output'])}"
                     f"<td>{html.escape(tr(r['note']))}</td></tr>")
-    what = (tr("fp32 only (the low-dtype toggle does not apply)") if level == "O0"
-            else short_name(dtype))
-    caption = tr("<b>{level}</b> with {what}: dtypes per layer in one forward pass", level=level, what=what)
-    return (f"<div class='ampkit-precision-table'><p>{caption}</p><table>{head}{''.join(body)}</table></div>")
+    return (f"<div class='ampkit-precision-table'><p>{table_caption(level, dtype)}</p><table>{head}{''.join(body)}"
+            "</table></div>")
 
 
 def _fmt_bytes(n: int) -> str:
     return f"{n / 1024:.1f} KiB" if n < 1024**2 else f"{n / 1024**2:.2f} MiB"
 
 
-def summary_html(run: LevelRun, ref: LevelRun) -> str:
-    """One line per measured fact of ``run`` next to the O0 reference ``ref``: step time, memory, final loss."""
+def summary_lines(run: LevelRun, ref: LevelRun) -> dict[str, str]:
+    """The summary's lines as the engine prints them (simple inline markup only): ``speed`` (a measurement: never
+    part of a saved state), ``memory`` and ``loss`` (deterministic for a seeded run)."""
     mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
     loss, loss0 = run.history.final_loss(), ref.history.final_loss()
-    verdict = (f"<b style='color:{STATUS_COLOURS['bad']}'>{tr('diverged (inf/NaN loss)')}</b>"
-               if run.history.diverged else f"{loss:.4f} (O0: {loss0:.4f})")
+    verdict = (f"<b>{tr('diverged (inf/NaN loss)')}</b>" if run.history.diverged
+               else f"{loss:.4f} (O0: {loss0:.4f})")
     if run.level == "O0":
         speed = tr("<b>{ms:.2f} ms</b> (this is the reference)", ms=run.step_time * 1e3)
     elif run.step_time > 0 and ref.step_time > 0:
@@ -71,34 +87,103 @@ def summary_html(run: LevelRun, ref: LevelRun) -> str:
                  f"<b>{speed_phrase(run.step_time, ref.step_time)}</b>")
     else:
         speed = tr("not measured")
-    parts = [
-        "<li>" + tr("step time (median, measured here; noisy on a busy machine): {speed}", speed=speed) + "</li>",
-        "<li>" + tr("training memory (weights + grads + optimizer state + masters, from the tensors): "
-                    "<b>{total}</b> vs O0 {total0} (weights {weights}, masters {masters})",
-                    total=_fmt_bytes(mem["total"]), total0=_fmt_bytes(mem0["total"]),
-                    weights=_fmt_bytes(mem["weights"]), masters=_fmt_bytes(mem["master weights"])) + "</li>",
-        "<li>" + tr("final loss (mean of last 10 steps): {verdict}", verdict=verdict) + "</li>",
-    ]
-    return (f"<div class='ampkit-precision-summary'><b>{run.label}</b> "
-            f"<ul>{''.join(parts)}</ul></div>")
+    return {
+        "speed": tr("step time (median, measured here; noisy on a busy machine): {speed}", speed=speed),
+        "memory": tr("training memory (weights + grads + optimizer state + masters, from the tensors): "
+                     "<b>{total}</b> vs O0 {total0} (weights {weights}, masters {masters})",
+                     total=_fmt_bytes(mem["total"]), total0=_fmt_bytes(mem0["total"]),
+                     weights=_fmt_bytes(mem["weights"]), masters=_fmt_bytes(mem["master weights"])),
+        "loss": tr("final loss (mean of last 10 steps): {verdict}", verdict=verdict)}
 
 
-class OLevelPicker(WidgetView):
-    """An O-level slider (O0 → O3) and a dtype toggle (dtypes with native hardware support marked ⚡) for one small
-    model: per-layer dtype table, memory bars and loss curve against O0, measured step time.
+def summary_html(run: LevelRun, ref: LevelRun) -> str:
+    """One line per measured fact of ``run`` next to the O0 reference ``ref``: step time, memory, final loss."""
+    lines = summary_lines(run, ref)
+    if run.history.diverged:
+        lines["loss"] = lines["loss"].replace("<b>", f"<b style='color:{STATUS_COLOURS['bad']}'>")
+    items = "".join(f"<li>{lines[k]}</li>" for k in ("speed", "memory", "loss"))
+    return f"<div class='ampkit-precision-summary'><b>{run.label}</b> <ul>{items}</ul></div>"
 
-    Results per (model, level, dtype) are cached; a missing one is computed when selected (``auto_run``) or by
-    the "run all" button, with a progress bar. Training uses ``num_threads`` CPU threads (default 1: the model is
-    tiny, so extra threads mostly add waiting; see :func:`ampkit.lessons.autocast_and_levels.run_level`). The
-    models train on the CPU;
-    the default dtype is :attr:`ampkit.device.DeviceReport.default_dtype` there (decided from the CPU's
-    instruction set, never from a timing: bf16 on every CPU), unless ``dtype`` pins one.
+
+def loss_title(run: LevelRun, ref: LevelRun) -> str:
+    """The loss plot's title: how far the run is from O0 (where the curves coincide, the title tells them apart)."""
+    bad = nonfinite_at(run.history.losses)
+    if run.level == "O0":
+        title = tr("loss: O0, the fp32 reference")
+    else:
+        both = [abs(a - b) for a, b in zip(run.history.losses, ref.history.losses)
+                if math.isfinite(a) and math.isfinite(b)]
+        title = (tr("loss: {label} vs O0 (max |Δ| = {gap:.1e})", label=run.label, gap=max(both))
+                 if both and bad is None else tr("loss: {label} vs O0", label=run.label))
+    return title + (tr(" — inf/NaN from step {step}", step=bad) if bad is not None else "")
+
+
+def run_state(run: LevelRun, ref: LevelRun) -> dict[str, Any]:
+    """What the page draws of ``run`` (against O0, ``ref``): deterministic for a seeded run, no timing in it.
+
+    >>> from ampkit.lessons.autocast_and_levels import run_level
+    >>> o0, o3 = run_level("mlp_ln", "O0", steps=3), run_level("mlp_ln", "O3", "fp16", steps=3, optimizer="adam")
+    >>> s = run_state(o3, o0)
+    >>> s["label"], s["colour"], s["bad"], s["losses"].split()[1:]
+    ('O3 fp16', 'fp16', 1, ['nan', 'nan'])
+    """
+    mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
+    lines = summary_lines(run, ref)
+    return {"label": run.label, "level": run.level, "colour": "fp32" if run.level == "O0" else short_name(run.dtype),
+            "losses": " ".join(repr(float(v)) for v in run.history.losses),
+            "bad": nonfinite_at(run.history.losses), "title": loss_title(run, ref),
+            "caption": table_caption(run.level, run.dtype),
+            "rows": [[r["layer"], r["type"], r["params"], r["input"], r["output"], tr(r["note"])]
+                     for r in (t.as_row() for t in run.trace)],
+            "memory": [mem[k] for k in MEMORY_FIELDS], "memory0": [mem0[k] for k in MEMORY_FIELDS],
+            "memory_title": tr("memory: {total} vs O0 {total0}", total=_fmt_bytes(mem["total"]),
+                               total0=_fmt_bytes(mem0["total"])),
+            "lines": [lines["memory"], lines["loss"]], "diverged": run.history.diverged}
+
+
+class _Control:
+    """One control as the notebooks knew it (``picker.slider.value = "O2"``): its value is a trait of the view."""
+
+    def __init__(self, view: OLevelPicker, trait: str, options: list):
+        self._view, self._trait, self.options = view, trait, options
+
+    @property
+    def value(self) -> Any:
+        return getattr(self._view, self._trait)
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        setattr(self._view, self._trait, value)
+
+
+class OLevelPicker(FrontView):
+    """An O-level slider (O0 → O3) and a low-dtype toggle (dtypes with native hardware support marked ⚡) for one
+    small model, drawn in the browser (``js/olevel.js``): the per-layer dtype table, the loss curve and the memory
+    bars against O0, the summary as the engine prints it.
+
+    When it starts (``auto_run``), every level of the chosen dtype is trained (seeded; a few tenths of a second); a
+    (level, dtype) not trained yet is trained when selected, or by :meth:`run_all` (the page's "run all missing").
+    Training uses ``num_threads`` CPU threads (default 1: the model is tiny, so extra threads mostly add waiting;
+    see :func:`ampkit.lessons.autocast_and_levels.run_level`) on the CPU; the default dtype is
+    :attr:`ampkit.device.DeviceReport.default_dtype` there (decided from the instruction set, never from a timing:
+    bf16 on every CPU), unless ``dtype`` pins one. The traits ``level`` and ``low`` are the controls (``.slider`` and
+    ``.dtype`` hold them as ``.value`` too); ``.state`` is the selected run, ``.reference`` its O0.
 
     >>> picker = OLevelPicker(steps=5, dtype="bf16")
     >>> picker.slider.value = "O2"
-    >>> picker.state.level, picker.rows[1]["params"]
-    ('O2', 'bf16')
+    >>> picker.state.level, picker.rows[1]["params"], sorted(picker.runs)
+    ('O2', 'bf16', ['O0', 'O1 bf16', 'O2 bf16', 'O3 bf16'])
     """
+
+    _front = "olevel"
+    level = traitlets.Unicode("O0").tag(sync=True)
+    low = traitlets.Unicode("bf16").tag(sync=True)
+    levels: traitlets.List[str] = traitlets.List(list(LEVELS)).tag(sync=True)
+    dtypes: traitlets.List[list] = traitlets.List().tag(sync=True)        # [[value, label], ...]
+    runs = traitlets.Dict().tag(sync=True)                                # run label -> run_state(...)
+    labels = traitlets.Dict().tag(sync=True)                              # "O1 bf16" -> level_label's name
+    steps = traitlets.Int(60).tag(sync=True)
+    model_name = traitlets.Unicode("mlp_ln").tag(sync=True)
 
     def __init__(self, model: str = "mlp_ln", steps: int = 60, lr: float = 3e-3, optimizer: str = "adam",
                  seed: int = 0, level: str = "O0", dtype: str | None = None, auto_run: bool = True,
@@ -107,9 +192,9 @@ class OLevelPicker(WidgetView):
         self.auto_run = auto_run
         self.cache = LevelRunCache(steps=steps, lr=lr, optimizer=optimizer, seed=seed, num_threads=num_threads)
         rep = device_report(device)
-        supported = autocast_dtypes(device)
         fast = rep.fast_dtypes  # decided from the hardware, never from a timing
-        options = [((short_name(d) + (tr(" ⚡ native here") if d in fast else "")), short_name(d)) for d in supported]
+        options = [((short_name(d) + (tr(" ⚡ native here") if d in fast else "")), short_name(d))
+                   for d in autocast_dtypes(device)]
         values = [v for _, v in options]
         if dtype is not None:
             try:
@@ -121,161 +206,178 @@ class OLevelPicker(WidgetView):
                                     choices=", ".join(values), device=device, dtype=dtype))
         else:
             default = short_name(rep.default_dtype) if rep.default_dtype is not None else values[0]
-        self.slider = W.SelectionSlider(options=list(LEVELS), value=resolve_level(level), description="O-level",
-                                        continuous_update=False, layout=W.Layout(width="360px"))
-        self.slider.add_class("ampkit-olevel-slider")
-        self.dtype = W.ToggleButtons(options=options, value=default, description=tr("low dtype"))
-        self.run_button = W.Button(description=tr("run all missing"), icon="play",
-                                   tooltip=tr("train every (level, dtype) not yet cached"))
-        self.progress = W.IntProgress(value=0, min=0, max=steps, description=tr("training"), bar_style="info")
-        self.status = W.HTML()
-        self.image = W.Image(format="png")
-        self.image.add_class("ampkit-precision-figure")
-        self.caption = W.HTML()  # says which run the figure shows (set after each redraw)
-        self.caption.add_class("ampkit-precision-caption")
-        self.summary = W.HTML()
-        self.table = W.HTML()
+        self.slider = _Control(self, "level", list(LEVELS))
+        self.dtype = _Control(self, "low", options)
         self.state: LevelRun | None = None
         self.reference: LevelRun | None = None
         self.rows: list[dict[str, str]] = []
-        self._build_figure()
-        self.slider.observe(self._on_change, names="value")
-        self.dtype.observe(self._on_change, names="value")
-        self.run_button.on_click(self._on_run_all)
-        self._update()
-        self.widget = W.VBox([W.HBox([self.slider, self.dtype]), W.HBox([self.run_button, self.progress, self.status]),
-                              self.image, self.caption, self.summary, self.table])
-        self.widget.add_class("ampkit-olevel-picker")
+        self.progress: tuple[str, int, int] | None = None   # the last progress sent: (run label, steps done, of)
+        self._ready = False
+        super().__init__(dtypes=[[v, label] for label, v in options], steps=steps, model_name=model,
+                         labels={f"{lv} {v}": level_label(lv, v) for lv in LEVELS for v in values},
+                         level=resolve_level(level), low=default)
+        self.on_msg(self._on_msg)
+        if auto_run:
+            for lv in LEVELS:   # every level of the chosen dtype: the page toggles them with no kernel
+                self._train(lv, default)
+        self._ready = True
+        self._select(None)
 
-    # ----------------------------------------------------------------- figure, built once
-    def _build_figure(self) -> None:
-        self._pngs: dict[tuple[str, str, str], bytes] = {}  # (model, level, dtype) -> the figure drawn for it
-        self.fig = new_figure(9.0, 3.3)
-        self.ax_loss, self.ax_mem = self.fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
-        # the O0 reference is drawn dashed *on top of* the run, so it stays visible where the two coincide
-        (self.line_ref,) = self.ax_loss.plot([], [], color="#24292f", lw=1.3, ls=(0, (4, 3)), label="O0 (fp32)",
-                                             zorder=3)
-        (self.line_run,) = self.ax_loss.plot([], [], color=DTYPE_COLOURS["bf16"], lw=2.6, alpha=0.85,
-                                             label="this level")
-        self.ax_loss.set(xlabel=mark("training step"), ylabel=mark("loss (cross-entropy, nats)"))
-        self.ax_loss.legend(loc="upper right", fontsize=9)
-        self.loss_title = self.ax_loss.set_title("loss vs O0", fontsize=10)
-        self.nan_marker = self.ax_loss.axvline(0, color=STATUS_COLOURS["bad"], ls=":", lw=1.2, visible=False)
-        (self.nan_x,) = self.ax_loss.plot([], [], marker="X", ms=10, ls="none", color=STATUS_COLOURS["bad"],
-                                          zorder=5, visible=False)
-        self.nan_text = self.ax_loss.annotate("", (0, 0), textcoords="offset points", xytext=(8, -14), fontsize=9,
-                                              color=STATUS_COLOURS["bad"], visible=False)
-        x = range(len(MEMORY_FIELDS))
-        self.bars_ref = self.ax_mem.bar([i - 0.2 for i in x], [0] * len(x), width=0.4, color=DTYPE_COLOURS["fp32"],
-                                        alpha=0.45, label="O0 (fp32)")
-        self.bars_run = self.ax_mem.bar([i + 0.2 for i in x], [0] * len(x), width=0.4, color=DTYPE_COLOURS["bf16"],
-                                        label="this level")
-        self.ax_mem.set_xticks(list(x), [mark("weights"), mark("grads"), mark("optim.\nstate"),
-                                                mark("master\nweights"), mark("master\ngrads")],
-                               fontsize=9)
-        self.ax_mem.set_ylabel("memory (KiB)")
-        self.ax_mem.legend(loc="upper right", fontsize=9)
-        self.mem_title = self.ax_mem.set_title("memory", fontsize=10)
+    @traitlets.validate("level")
+    def _valid_level(self, proposal: dict) -> str:
+        try:
+            return resolve_level(proposal["value"])
+        except (ValueError, AttributeError, TypeError) as err:
+            raise traitlets.TraitError(str(err)) from None
 
-    # ----------------------------------------------------------------- events
-    def _progress_cb(self, step: int, hist) -> None:
-        self.progress.value = step + 1
+    @traitlets.validate("low")
+    def _valid_low(self, proposal: dict) -> str:
+        values = [v for v, _ in self.dtypes]
+        try:
+            value = short_name(proposal["value"])
+        except (TypeError, ValueError):
+            value = ""
+        if values and value not in values:
+            raise traitlets.TraitError(tr("low must be one of {choices}; got {value!r}", choices=", ".join(values),
+                                          value=proposal["value"]))
+        return value
 
-    def _get(self, level: str, dtype: str) -> LevelRun | None:
-        if self.cache.has(self.model, level, dtype):
-            return self.cache.get(self.model, level, dtype)
-        if not self.auto_run:
-            return None
-        self.progress.value = 0
-        self.status.value = tr("training {level} {dtype}…", level=level, dtype=dtype)
-        run = self.cache.get(self.model, level, dtype, callback=self._progress_cb)
-        self.status.value = ""
+    # ----------------------------------------------------------------- the engine's runs
+    def _cached(self, level: str, dtype: str) -> LevelRun | None:
+        """The trained run of (level, dtype); O0 runs in fp32 whichever low dtype: any O0 trained stands for it."""
+        for dt in ([dtype] + [v for v, _ in self.dtypes] if level == "O0" else [dtype]):
+            if self.cache.has(self.model, level, dt):
+                return self.cache.get(self.model, level, dt)
+        return None
+
+    def _train(self, level: str, dtype: str) -> LevelRun:
+        """Train (level, dtype) unless trained, send its state to the page; progress goes out as messages."""
+        run = self._cached(level, dtype)
+        if run is None:
+            label = level_label(level, dtype)
+            steps = self.cache.run_kw["steps"]
+
+            def progress(step: int, _hist: Any) -> None:
+                self.progress = (label, step + 1, steps)
+                self.send({"type": "progress", "label": label, "step": step + 1, "steps": steps})
+
+            run = self.cache.get(self.model, level, dtype, callback=progress)
+        ref = run if level == "O0" else self._train("O0", dtype)
+        if run.label not in self.runs:
+            self.runs = {**self.runs, run.label: run_state(run, ref)}
+            if self._ready:
+                self._send_timings()
         return run
 
-    def _on_change(self, change: dict) -> None:
-        self._update()
+    def run_all(self) -> None:
+        """Train every (level, dtype) not trained yet, so that the page toggles all of them (also with no kernel)."""
+        for dt in [v for v, _ in self.dtypes]:
+            for lv in LEVELS:
+                self._train(lv, dt)
+        self._select(None)
+        self.send({"type": "status", "key": "all_done", "n": len(self.runs)})
 
-    def _on_run_all(self, _button=None) -> None:
-        """Compute every (level, dtype) not yet cached, so that toggling is instant afterwards."""
-        auto, self.auto_run = self.auto_run, True
-        try:
-            for dt in [v for _, v in self.dtype.options]:
-                for lv in LEVELS:
-                    if not self.cache.has(self.model, lv, dt):
-                        self._get(lv, dt)
-        finally:
-            self.auto_run = auto
-        self.status.value = tr("all {n} runs cached", n=len(self.cache))
-        self._update()
+    def timings(self) -> dict[str, str]:
+        """Each trained run's step-time line (a measurement: sent to the page as a message, never saved)."""
+        out = {}
+        for label in self.runs:
+            level, _, dt = label.partition(" ")
+            run = self._cached(level, dt or self.low)
+            ref = self._cached("O0", dt or self.low)
+            if run is not None and ref is not None:
+                out[label] = summary_lines(run, ref)["speed"]
+        return out
 
-    def _update(self) -> None:
-        level, dtype = self.slider.value, self.dtype.value
-        ref = self._get("O0", dtype)
-        run = self._get(level, dtype)
-        if run is None or ref is None:
-            self.status.value = tr("{level} {dtype} not computed yet: press “run all missing”", level=level,
-                                   dtype=dtype)
+    def _send_timings(self) -> None:
+        self.send({"type": "timings", "lines": self.timings()})
+
+    def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "hello":
+            self._send_timings()
+        elif kind == "run_all":
+            self.run_all()
+
+    @traitlets.observe("level", "low")
+    def _select(self, change: dict | None) -> None:
+        if not self._ready:
             return
-        self.state, self.reference = run, ref
+        run = self._cached(self.level, self.low)
+        if run is None and self.auto_run:
+            run = self._train(self.level, self.low)
+        if run is None:
+            self.state = self.reference = None
+            self.rows = []
+            self.send({"type": "status", "key": "missing"})
+            return
+        self.state, self.reference = run, self._cached("O0", self.low)
         self.rows = [t.as_row() for t in run.trace]
-        self.table.value = dtype_table_html(run.trace, run.level, run.dtype)
-        self.summary.value = summary_html(run, ref)
-        label = run.label
-        key = (self.model, level, dtype)
-        self._set_artists(run, ref)  # cheap; the PNG render is what costs, and it is done once per run
-        png = self._pngs.get(key)
-        if png is None:  # a (level, dtype) drawn before is shown again without a matplotlib redraw
-            if not self._pngs:  # lay the figure out once, on its first content; later draws keep that layout
-                freeze_layout(self.fig)
-            png = self._pngs[key] = png_bytes(self.fig)
-        self.image.value = png
-        against = (tr("the fp32 reference itself") if run.level == "O0"
-                   else tr("(coloured) against O0 (fp32, dark dashed)"))
-        self.caption.value = "<i>" + tr("figure: {label} {against}, {steps} steps of {model}", label=label,
-                                        against=against, steps=run.history.steps, model=self.model) + "</i>"
 
-    def _set_artists(self, run: LevelRun, ref: LevelRun) -> None:
-        """Put ``run`` against ``ref`` into the figure's artists (lines, NaN marks, bars, titles)."""
-        # loss curves
-        label, colour = run.label, (DTYPE_COLOURS["fp32"] if run.level == "O0" else dtype_colour(run.dtype))
-        ys = [v if math.isfinite(v) else float("nan") for v in run.history.losses]
-        self.line_ref.set_data(range(len(ref.history.losses)), ref.history.losses)
-        self.line_ref.set_visible(run.level != "O0")  # O0 *is* the reference: one line, not two on top of each other
-        self.line_run.set_data(range(len(ys)), ys)
-        self.line_run.set_color(colour)
-        self.line_run.set_label(label + (" (fp32, the reference)" if run.level == "O0" else ""))
-        self.ax_loss.legend(handles=[h for h in (self.line_run, self.line_ref) if h.get_visible()],
-                            loc="upper right", fontsize=9)
-        finite = [v for v in ys + ref.history.losses if math.isfinite(v)]
-        self.ax_loss.set_xlim(0, max(len(ys), len(ref.history.losses)) - 1 or 1)
-        self.ax_loss.set_ylim(0, max(finite) * 1.05 if finite else 1)
-        bad = next((i for i, v in enumerate(run.history.losses) if not math.isfinite(v)), None)
-        self.nan_marker.set_visible(bad is not None)
-        self.nan_x.set_visible(bad is not None)
-        self.nan_text.set_visible(bad is not None)
-        if bad is not None:  # matplotlib draws nothing for NaN: mark the last finite point and the step it broke
-            last = next((v for v in reversed(ys[:bad]) if math.isfinite(v)), 0.0)
-            self.nan_marker.set_xdata([bad, bad])
-            self.nan_x.set_data([max(bad - 1, 0)], [last])
-            self.nan_text.xy = (max(bad - 1, 0), last)
-            self.nan_text.set_text(f"{label}: inf/NaN from step {bad}")
-        if run.level == "O0":
-            title = mark("loss: O0, the fp32 reference")
-        else:  # say how far apart the two curves are: where they coincide, the title is what tells them apart
-            both = [abs(a - b) for a, b in zip(run.history.losses, ref.history.losses)
-                    if math.isfinite(a) and math.isfinite(b)]
-            title = f"loss: {label} vs O0" + (f" (max |Δ| = {max(both):.1e})" if both and bad is None else "")
-        self.loss_title.set_text(title + (f" — inf/NaN from step {bad}" if bad is not None else ""))
-        # memory bars
-        mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
-        for bar, key in zip(self.bars_ref, MEMORY_FIELDS):
-            bar.set_height(mem0[key] / 1024)
-        for bar, key in zip(self.bars_run, MEMORY_FIELDS):
-            bar.set_height(mem[key] / 1024)
-            bar.set_color(colour)
-        self.bars_run.set_label(label)
-        self.ax_mem.legend(loc="upper right", fontsize=9)
-        top = max(max(mem0[k] for k in MEMORY_FIELDS), max(mem[k] for k in MEMORY_FIELDS)) / 1024
-        self.ax_mem.set_ylim(0, top * 1.15)
-        self.mem_title.set_text(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}")
+    # ----------------------------------------------------------------- what the page shows, for the still and tests
+    @property
+    def table_html(self) -> str:
+        """The selected run's dtype table as HTML (the page draws the same rows)."""
+        return "" if self.state is None else dtype_table_html(self.state.trace, self.state.level, self.state.dtype)
 
+    @property
+    def summary_html(self) -> str:
+        """The selected run's summary (with its measured step time) as HTML."""
+        return "" if self.state is None or self.reference is None else summary_html(self.state, self.reference)
+
+    def words(self) -> dict:
+        return {"level": tr("O-level"), "low": tr("low dtype"), "run_all": tr("run all missing"),
+                "run_all_tip": tr("train every (level, dtype) not yet trained"),
+                "training": tr("training {label}: step {step} of {steps}"),
+                "no_kernel": tr("run the notebook to compute this on your machine"),
+                "missing": tr("{label} not computed yet: press “run all missing”"),
+                "all_done": tr("all {n} runs computed"),
+                "speed_saved": tr("step time: measured when the notebook runs (not kept in the saved page)"),
+                "columns": [tr(c) for c in _COLUMNS], "memory_labels": [tr(m) for m in _MEMORY_LABELS],
+                "xlabel": tr("training step"), "ylabel": tr("loss (cross-entropy, nats)"),
+                "mem_ylabel": tr("memory (KiB)"), "ref": tr("O0 (fp32, the reference)"),
+                "nonfinite": tr("{label}: inf/NaN from step {step}")}
+
+    def still(self) -> W.Widget:
+        if self.state is None or self.reference is None:
+            return W.HTML(tr("{label} not computed yet: press “run all missing”", label=self.level))
+        return W.VBox([W.HTML(f"O-level: {self.level}, {tr('low dtype')}: {self.low}"),
+                       W.Image(value=_still_png(self.state, self.reference), format="png", width=900),
+                       W.HTML(self._still_summary()), W.HTML(self.table_html)])
+
+    def _still_summary(self) -> str:
+        """The summary without its step time (a measurement: the still picture must not change on re-execution)."""
+        assert self.state is not None and self.reference is not None
+        lines = summary_lines(self.state, self.reference)
+        items = "".join(f"<li>{lines[k]}</li>" for k in ("memory", "loss"))
+        return f"<div class='ampkit-precision-summary'><b>{self.state.label}</b> <ul>{items}</ul></div>"
+
+
+def _still_png(run: LevelRun, ref: LevelRun) -> bytes:
+    """The loss curve against O0 and the memory bars as a PNG (renderers without JavaScript)."""
+    fig = new_figure(9.0, 3.3)
+    ax, ax_mem = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
+    colour = DTYPE_COLOURS["fp32"] if run.level == "O0" else dtype_colour(run.dtype)
+    ys = [v if math.isfinite(v) else float("nan") for v in run.history.losses]
+    ax.plot(range(len(ys)), ys, color=colour, lw=2.6, alpha=0.85, label=run.label)
+    if run.level != "O0":
+        ax.plot(range(len(ref.history.losses)), ref.history.losses, color="#24292f", lw=1.3, ls=(0, (4, 3)),
+                label="O0 (fp32)", zorder=3)
+    bad = nonfinite_at(run.history.losses)
+    if bad is not None:
+        last = next((v for v in reversed(ys[:bad]) if math.isfinite(v)), 0.0)
+        ax.axvline(bad, color=STATUS_COLOURS["bad"], ls=":", lw=1.2)
+        ax.plot([max(bad - 1, 0)], [last], marker="X", ms=10, ls="none", color=STATUS_COLOURS["bad"], zorder=5)
+    ax.set(xlabel=mark("training step"), ylabel=mark("loss (cross-entropy, nats)"))
+    ax.set_title(loss_title(run, ref), fontsize=10)
+    ax.legend(loc="upper right", fontsize=9)
+    mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
+    x = range(len(MEMORY_FIELDS))
+    ax_mem.bar([i - 0.2 for i in x], [mem0[k] / 1024 for k in MEMORY_FIELDS], width=0.4,
+               color=DTYPE_COLOURS["fp32"], alpha=0.45, label="O0 (fp32)")
+    ax_mem.bar([i + 0.2 for i in x], [mem[k] / 1024 for k in MEMORY_FIELDS], width=0.4, color=colour,
+               label=run.label)
+    ax_mem.set_xticks(list(x), [m.replace(" ", "\n", 1) for m in _MEMORY_LABELS], fontsize=9)
+    ax_mem.set_ylabel("memory (KiB)")
+    ax_mem.legend(loc="upper right", fontsize=9)
+    ax_mem.set_title(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}", fontsize=10)
+    return png_bytes(fig)

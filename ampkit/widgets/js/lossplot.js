@@ -1,0 +1,126 @@
+// Notebook 02's LiveLossPlot drawn in the browser (ampkit/widgets/train.py): a training run's loss per step, with
+// axes and units, the reference curve dashed and the first non-finite step marked. Points STREAM in: each update of
+// the run is a message with only the new points ({start, losses: Python's repr words, bad: the engine's first
+// non-finite step}); when the run ends the whole curve is the model's "losses" (the saved state), which replaces
+// what the messages built. Nothing is decided here: which steps are non-finite is the engine's "bad".
+// parseLosses, ticks and linePath are the same small helpers as js/olevel.js's (kit.js is shared and not edited).
+
+const W = 700, H = 300, M = { left: 64, right: 16, top: 34, bottom: 48 };
+
+/** A run's losses as numbers (Python's repr words: "nan", "inf", "-inf" or a float Number() reads exactly). */
+export function parseLosses(words) {
+  if (!words) return [];
+  return words.split(" ").map((w) => (w === "nan" ? NaN : w === "inf" ? Infinity : w === "-inf" ? -Infinity
+                                                                                               : Number(w)));
+}
+
+/** Ticks at a 1/2/5 step for [0, top] (about n of them). */
+export function ticks(top, n = 5) {
+  const raw = top / n, p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw) ?? raw;
+  const out = [];
+  for (let v = 0; v <= top + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
+
+/** A polyline through the finite points (a gap where a loss is inf/NaN), coordinates to 2 decimals. */
+export function linePath(ys, X, Y) {
+  let d = "", pen = false;
+  ys.forEach((y, i) => {
+    if (!Number.isFinite(y)) { pen = false; return; }
+    d += `${pen ? "L" : "M"}${X(i).toFixed(2)},${Y(y).toFixed(2)}`;
+    pen = true;
+  });
+  return d;
+}
+
+function render({ model, el }) {
+  const look = model.get("look"), text = model.get("text");
+  const { dtype: dcol, status } = look.colours;
+  applyLook(el, look);
+  let points = parseLosses(model.get("losses")), bad = model.get("bad") < 0 ? null : model.get("bad");
+  const plot = svg("svg", { class: "ampkit-loss-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+                            "font-family": "sans-serif", "font-size": 12 });
+  el.append(h("div", { class: "ampkit-lossplot" }, plot));
+
+  function draw() {
+    const ref = parseLosses(model.get("reference"));
+    const colour = model.get("colour") || dcol[model.get("dtype_key")] || dcol.fp32;
+    const n = Math.max(points.length, ref.length), xmax = Math.max(n - 1, 1);
+    const finite = [...points, ...ref].filter(Number.isFinite);
+    const top = finite.length ? Math.max(...finite) * 1.05 : 1;
+    const X = (i) => M.left + (i / xmax) * (W - M.left - M.right);
+    const Y = (v) => H - M.bottom - (v / top) * (H - M.top - M.bottom);
+    const yb = H - M.bottom, yMid = (M.top + yb) / 2;
+    const g = svg("g", { fill: "#24292f" });
+    g.append(svg("line", { x1: M.left, x2: W - M.right, y1: yb, y2: yb, stroke: "#24292f" }),
+             svg("line", { x1: M.left, x2: M.left, y1: M.top, y2: yb, stroke: "#24292f" }));
+    for (const v of ticks(xmax, 6).filter(Number.isInteger)) {
+      g.append(svg("line", { x1: X(v), x2: X(v), y1: yb, y2: yb + 4, stroke: "#24292f" }),
+               svg("text", { x: X(v), y: yb + 17, "text-anchor": "middle" }, String(v)));
+    }
+    for (const v of ticks(top, 5).filter((t) => t <= top)) {
+      g.append(svg("line", { x1: M.left - 4, x2: M.left, y1: Y(v), y2: Y(v), stroke: "#24292f" }),
+               svg("text", { x: M.left - 7, y: Y(v) + 4, "text-anchor": "end" }, String(v)));
+    }
+    g.append(svg("text", { x: (M.left + W - M.right) / 2, y: H - 8, "text-anchor": "middle" }, text.xlabel),
+             svg("text", { x: 14, y: yMid, "text-anchor": "middle", transform: `rotate(-90 14 ${yMid})` },
+                 text.ylabel),
+             svg("text", { class: "ampkit-loss-title", x: W / 2, y: 18, "text-anchor": "middle", "font-size": 14 },
+                 model.get("title")));
+    if (ref.length) {
+      g.append(svg("path", { class: "ampkit-loss-ref", d: linePath(ref, X, Y), fill: "none", stroke: "#8c959f",
+                             "stroke-width": 1.2, "stroke-dasharray": "5 4" }));
+      [[colour, text.run, ""], ["#8c959f", text.reference, "5 4"]].forEach(([c, name, dash], i) => {
+        const ly = M.top + 12 + 18 * i;
+        g.append(svg("line", { x1: W - M.right - 150, x2: W - M.right - 124, y1: ly, y2: ly, stroke: c,
+                               "stroke-width": dash ? 1.2 : 1.8, "stroke-dasharray": dash }),
+                 svg("text", { x: W - M.right - 118, y: ly + 4 }, name));
+      });
+    }
+    g.append(svg("path", { class: "ampkit-loss-run", d: linePath(points, X, Y), fill: "none", stroke: colour,
+                           "stroke-width": 1.8 }));
+    if (bad !== null && bad < points.length) {   // mark_nonfinite's mark: ✕ at the last finite point, the step named
+      const last = points.slice(0, bad).filter(Number.isFinite).pop();
+      const yAt = last === undefined ? top / 2 : last;
+      g.append(svg("text", { class: "ampkit-loss-nan", x: X(bad), y: Y(yAt) + 6, "text-anchor": "middle",
+                             "font-size": 18, "font-weight": "bold", fill: status.bad, "data-step": bad }, "✕"),
+               svg("text", { x: X(bad) + 8, y: Y(yAt) - 8, fill: status.bad, "font-size": 13,
+                             stroke: "#ffffff", "stroke-width": 4, "paint-order": "stroke" },
+                   fillText(text.nonfinite, { step: bad })));
+    }
+    if (!points.length) {
+      g.append(svg("text", { x: (M.left + W - M.right) / 2, y: yMid, "text-anchor": "middle", fill: "#57606a" },
+                   text.waiting));
+    }
+    plot.setAttribute("data-n", points.length);
+    plot.setAttribute("data-xmax", xmax);
+    plot.setAttribute("data-ytop", top);
+    plot.replaceChildren(g);
+  }
+
+  const onMsg = (msg) => {
+    if (msg.type !== "points" || msg.start > points.length) return;   // a gap: the final state fills it in
+    points = points.slice(0, msg.start).concat(parseLosses(msg.losses));
+    bad = msg.bad;
+    draw();
+  };
+  const onState = () => {
+    points = parseLosses(model.get("losses"));
+    bad = model.get("bad") < 0 ? null : model.get("bad");
+    draw();
+  };
+  model.on("msg:custom", onMsg);
+  model.on("change:losses", onState);
+  model.on("change:bad", onState);
+  for (const name of ["title", "dtype_key", "colour", "reference"]) model.on(`change:${name}`, draw);
+  draw();
+  return () => {
+    model.off("msg:custom", onMsg);
+    model.off("change:losses", onState);
+    model.off("change:bad", onState);
+    for (const name of ["title", "dtype_key", "colour", "reference"]) model.off(`change:${name}`, draw);
+  };
+}
+
+export default { render };
