@@ -1,32 +1,112 @@
-"""The AMP doctor widget, headless: run a scenario, the report and the figure appear; the fix turns it healthy."""
+"""The AMP doctor (notebook 05), headless: the reports the view sends to the page (ampkit/widgets/js/doctor.js) are
+the engine's (run_scenario's DoctorReport, every scenario broken and fixed); the traits the page sets select them;
+a run the page asks for is run by the kernel; the still figures stay readable."""
+import json
+import math
+
 import pytest
 import torch
+import traitlets
 
-from ampkit.lessons.amp_in_practice import SCENARIOS
+from ampkit.lessons.amp_in_practice import SCENARIOS, run_scenario
 from ampkit.models import MLP
-from ampkit.widgets.amp_doctor import AmpDoctor, headroom_figure, report_html, scales_figure
+from ampkit.widgets.amp_doctor import AmpDoctor, headroom_figure, report_html, report_key, scales_figure, sent_report
 
 
-def test_run_then_fix_each_scenario_kind():
+def _same_number(sent, value) -> bool:
+    return sent == repr(value) if not math.isfinite(value) else sent == value
+
+
+def check_sent(entry: dict, report) -> None:
+    """One sent report against the engine's DoctorReport: words as printed, evidence as numbers."""
+    assert (entry["scenario"], entry["fixed"], entry["healthy"]) == (report.scenario, report.fixed, report.healthy)
+    assert (entry["diagnosis"], entry["fix"]) == (report.diagnosis, report.fix)
+    ev, sent = report.evidence, entry["evidence"]
+    assert sent["kind"] == ev["kind"]
+    if ev["kind"] == "headroom":
+        assert sent["dtype"] == ev["dtype"]
+        assert [b[:2] for b in sent["bars"]] == [[n, k] for n, k in zip(ev["names"], ev["kinds"])]
+        for (_, _, bits, printed, status), v in zip(sent["bars"], ev["bits"]):
+            if math.isnan(v):
+                assert (bits, status) == (None, "nan")
+            elif v == math.inf:
+                assert (bits, status) == (None, "zero")
+            elif v < 0:
+                assert (bits, printed, status) == (v, f"{v:+.1f}", "overflow")
+            else:
+                assert (bits, printed, status) == (v, f"{v:.1f}", "ok")
+    if ev["kind"] == "scales":
+        assert sent["log2"] == [math.log2(s) for s in ev["scales"]]
+        assert sent["skipped"] == "".join("1" if s else "0" for s in ev["skipped"])
+    assert len(sent.get("losses", [])) == len(ev.get("losses", []))
+    assert all(_same_number(a, b) for a, b in zip(sent.get("losses", []), ev.get("losses", [])))
+
+
+def test_every_report_sent_is_the_engines():
     doc = AmpDoctor()
-    assert list(doc.picker.options) == list(SCENARIOS)
-    for name in ("fp16 forward overflow", "log of zero", "model.half() + GradScaler"):
-        doc.picker.value = name
-        doc.run_button.click()
-        assert "broken" in doc.output.value and doc.report.scenario == name
-        assert doc.image.value[:4] == b"\x89PNG"
-        doc.fix_button.click()
-        assert "healthy (fix applied)" in doc.output.value
+    assert [s["name"] for s in doc.scenarios] == list(SCENARIOS) and all(s["fixable"] for s in doc.scenarios)
+    assert sorted(doc.reports) == sorted(report_key(n, f) for n in SCENARIOS for f in (False, True))
+    for name in SCENARIOS:
+        for fixed in (False, True):
+            report = run_scenario(name, fixed=fixed)               # a fresh run: the same seeded report
+            check_sent(doc.reports[report_key(name, fixed)], report)
+            doc.scenario, doc.fixed = name, fixed                  # what the page sets
+            assert doc.report.diagnosis == report.diagnosis and doc.report.healthy == report.healthy
+            assert ("healthy (fix applied)" if fixed else "broken") in doc.report_html
+    assert json.loads(json.dumps(doc.reports, allow_nan=False)) == doc.reports      # plain JSON, no NaN
+    assert len(json.dumps(doc.get_state(), default=str)) < 60_000
+
+
+def test_nan_and_overflow_are_sent_as_marked():
+    entry = sent_report(run_scenario("log of zero"))
+    assert entry["evidence"]["losses"] == ["nan"] * 12 and entry["evidence"]["skipped"] == "1" * 12
+    bars = sent_report(run_scenario("fp16 forward overflow"))["evidence"]["bars"]
+    assert [b[4] for b in bars] == ["ok", "ok", "overflow", "overflow", "ok"]
+    assert bars[2][3].startswith("-") and bars[2][2] < 0
+    fake = type("R", (), dict(scenario="x", fixed=False, healthy=False, diagnosis="d", fix="f",
+                              evidence={"kind": "headroom", "names": ["a", "b"], "kinds": ["Linear", "ReLU"],
+                                        "bits": [float("nan"), math.inf], "dtype": "fp16"}))()
+    assert [b[2:] for b in sent_report(fake)["evidence"]["bars"]] == [[None, "", "nan"], [None, "", "zero"]]
+
+
+def test_a_run_the_page_asks_for_is_run_by_the_kernel():
+    doc = AmpDoctor("log of zero", precompute=False)
+    assert list(doc.reports) == ["log of zero|0"]
+    doc.fixed = True                                  # not computed at start: the kernel runs it when selected
+    assert list(doc.reports) == ["log of zero|0", "log of zero|1"] and doc.report.healthy
+    doc.rerun = {"n": 3, "scenario": "transient spikes", "fixed": False}     # "Run it again" on the page
+    assert doc.scenario == "transient spikes" and not doc.fixed
+    assert doc.last_run == {"n": 3, "key": "transient spikes|0", "same": True}
+    check_sent(doc.reports["transient spikes|0"], run_scenario("transient spikes"))
+    assert doc.run(True).healthy and doc.fixed and doc.last_run["n"] == 4         # .run(), as the notebook calls it
+    with pytest.raises(traitlets.TraitError, match="the doctor knows"):
+        doc.scenario = "nan everywhere"
+    sent = []
+    doc.send = sent.append                            # the page's "hello" is answered: a kernel is behind it
+    doc._on_msg(doc, {"event": "hello"}, [])
+    doc._on_msg(doc, {"event": "other"}, [])
+    assert sent == [{"event": "here"}]
 
 
 def test_my_model_choice_and_bad_scenario():
     m = MLP(4, 8, 2)
     doc = AmpDoctor("my model", model=m, batch=(torch.randn(4, 4), torch.zeros(4, dtype=torch.long)))
-    assert doc.run().scenario == "my model" and "no inf/NaN" in doc.output.value
+    assert doc.scenarios[-1] == {"name": "my model", "fixable": False} and "my model|1" not in doc.reports
+    assert doc.report.scenario == "my model" and "no inf/NaN" in doc.report_html
+    doc.fixed = True                                  # my model has no run with a fix: its report is shown
+    assert doc.key == "my model|0" and doc.run().scenario == "my model"
     with pytest.raises(ValueError, match="the doctor knows"):
         AmpDoctor("my model")   # without a model, "my model" is not offered
     with pytest.raises(ValueError, match="fp16 forward overflow"):
         AmpDoctor("nan everywhere")
+
+
+def test_the_still_picture_is_the_report_shown():
+    doc = AmpDoctor("transient spikes", fixed=True)
+    still = doc.still()
+    assert still.children[0].value == report_html(doc.report) and "healthy (fix applied)" in still.children[0].value
+    assert still.children[1].value[:4] == b"\x89PNG"
+    assert set(doc.words()) >= {"no_kernel", "rerun", "broken_run", "fixed_run", "overflow", "nan"}
 
 
 def test_figures_are_readable():

@@ -1,36 +1,37 @@
-"""The AMP doctor (notebook 05, ``05_amp_in_practice.ipynb``): pick a broken run, run it, read the diagnosis, see the
-evidence, re-run it with the fix applied. Also the notebook's two evidence figures (headroom per layer, scale
-histories).
+"""The AMP doctor (notebook 05, ``05_amp_in_practice.ipynb``): pick a broken run, read the diagnosis, see the
+evidence, and the same run with the fix applied; drawn in the browser (``js/doctor.js``).
 
-The logic is :func:`ampkit.lessons.amp_in_practice.run_scenario`; this module only draws its :class:`DoctorReport`.
+The logic is :func:`ampkit.lessons.amp_in_practice.run_scenario` (a small seeded training run with a planted
+mixed-precision fault, diagnosed by :mod:`ampkit.diagnose`); this module only sends its :class:`DoctorReport`\\ s
+to the page as small data (:func:`sent_report`): the diagnosis and the fix as the engine prints them, the headroom
+per layer in bits, the loss scale and the loss per step. When the view starts, the engine runs every scenario,
+broken and fixed (12 runs, under a second), so the saved notebook switches between them with no kernel; "Run it
+again" asks the kernel for a new run (without one, the page says to run the notebook). Also the notebook's still
+figures, drawn by matplotlib (headroom per module, scale histories; one report's evidence for the still picture).
 
->>> fig = headroom_figure(["a", "b"], {"fp16": [3.0, -1.0]})
->>> fig.axes[0].get_title()
-'Overflow headroom per module: powers of two left below the format max'
+>>> entry = sent_report(run_scenario("log of zero"))
+>>> entry["healthy"], entry["evidence"]["skipped"]
+(False, '111111111111')
 """
 from __future__ import annotations
 
 import html
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import ipywidgets as W
 import matplotlib.colors as mcolors
+import traitlets
 from matplotlib.patches import Patch
 
 from ampkit.i18n import mark, tr
-from ampkit.lessons.amp_in_practice import DoctorReport, run_scenario, scenario_names
-from ampkit.widgets.style import (
-    BAND_COLOURS,
-    STATUS_COLOURS,
-    WidgetView,
-    dtype_colour,
-    mark_nonfinite,
-    new_figure,
-    png_bytes,
-)
+from ampkit.lessons.amp_in_practice import SCENARIOS, DoctorReport, run_scenario, scenario_names
+from ampkit.widgets.front import FrontView
+from ampkit.widgets.style import BAND_COLOURS, STATUS_COLOURS, dtype_colour, mark_nonfinite, new_figure, png_bytes
 
-__all__ = ["headroom_figure", "scales_figure", "report_html", "report_figure", "AmpDoctor"]
+__all__ = ["AmpDoctor", "sent_report", "report_key", "headroom_figure", "scales_figure", "report_html",
+           "report_figure"]
 
 _MARKERS = ("o", "s", "^", "D", "v")
 _LINES = ("-", "--", ":", "-.")
@@ -50,6 +51,10 @@ def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], t
     axes, in the overflow colour with hatching and its value written on it, so it is the most visible bar, not an
     invisible sliver below zero. ``kinds`` (e.g. ``LayerHeadroom.kind``: "Linear", "ReLU activation") is written
     under each module's name.
+
+    >>> ax = headroom_figure(["a", "b"], {"fp16": [3.0, -1.0]}).axes[0]
+    >>> [str(p.get_hatch()) for p in ax.patches]          # b overflows: hatched, drawn to the top
+    ['None', '//']
     """
     if kinds is not None and len(kinds) != len(names):
         raise ValueError(tr("kinds must have one entry per module name ({n}); got {got}", n=len(names), got=len(kinds)))
@@ -97,7 +102,11 @@ def headroom_figure(names: Sequence[str], bits: Mapping[str, Sequence[float]], t
 
 
 def scales_figure(runs: Mapping[str, Mapping[str, Sequence]], title: str = _LOSS_SCALE_TITLE):
-    """One line per run: ``{"label": {"scales": [...], "skipped": [...]}}``; skipped steps marked with ✕."""
+    """One line per run: ``{"label": {"scales": [...], "skipped": [...]}}``; skipped steps marked with ✕.
+
+    >>> scales_figure({"run": {"scales": [4.0, 2.0], "skipped": [True, False]}}).axes[0].get_ylabel()
+    'log2(loss scale)'
+    """
     fig = new_figure(7.5, 3.4)
     ax = fig.add_subplot()
     for k, (label, run) in enumerate(runs.items()):
@@ -114,7 +123,11 @@ def scales_figure(runs: Mapping[str, Mapping[str, Sequence]], title: str = _LOSS
 
 
 def report_figure(report: DoctorReport):
-    """The evidence of one doctor report as a figure."""
+    """The evidence of one doctor report as a figure (the view's still picture).
+
+    >>> report_figure(run_scenario("log of zero")).axes[0].get_title()
+    'log of zero (as reported): loss scale per step'
+    """
     ev = report.evidence
     state = mark("with the fix") if report.fixed else mark("as reported")
     if ev.get("kind") == "headroom":
@@ -137,7 +150,11 @@ def report_figure(report: DoctorReport):
 
 
 def report_html(report: DoctorReport) -> str:
-    """The diagnosis and the fix as HTML (classes ``ampkit-doctor-verdict``, ``-diagnosis``, ``-fix``)."""
+    """The diagnosis and the fix as HTML (classes ``ampkit-doctor-verdict``, ``-diagnosis``, ``-fix``).
+
+    >>> "healthy (fix applied)" in report_html(run_scenario("log of zero", fixed=True))
+    True
+    """
     ok = report.healthy
     colour = STATUS_COLOURS["good" if ok else "bad"]
     verdict = tr("healthy") if ok else tr("broken")
@@ -149,45 +166,207 @@ def report_html(report: DoctorReport) -> str:
             f"<span class='ampkit-doctor-fix'><b>{tr('Fix:')}</b> {html.escape(report.fix)}</span></div>")
 
 
-class AmpDoctor(WidgetView):
-    """Dropdown of scenarios, "Run" and "Run with the fix" buttons, the report and its evidence figure.
+_MY_MODEL = "my model"
 
-    ``AmpDoctor(model=m, batch=(x, y))`` adds your own model as the "my model" choice. ``.run(fixed)`` is what the
-    buttons call (tests call it headlessly); ``.report`` is the last :class:`DoctorReport`.
+
+def report_key(scenario: str, fixed: bool) -> str:
+    """The key of a report in the view's ``reports``: the scenario's name, ``|``, 1 with the fix, else 0.
+
+    >>> report_key("log of zero", True)
+    'log of zero|1'
+    """
+    return f"{scenario}|{int(bool(fixed))}"
+
+
+def _number(x: float) -> float | str:
+    """A float as JSON carries it: finite as itself, NaN and ±inf as Python's repr ("nan", "inf", "-inf")."""
+    x = float(x)
+    return x if math.isfinite(x) else repr(x)
+
+
+def _bar(name: str, kind: str, bits: float) -> list:
+    """One headroom bar: [module, kind, bits (null unless finite), the value as printed, status]. Status as the
+    still figure draws it: ``ok`` (finite, ≥ 0), ``overflow`` (< 0: the output is above the format max), ``nan``,
+    ``zero`` (+inf: the output was all zeros)."""
+    if math.isnan(bits):
+        return [name, kind, None, "", "nan"]
+    if bits == math.inf:
+        return [name, kind, None, "", "zero"]
+    if bits < 0 or not math.isfinite(bits):
+        return [name, kind, _number(bits), f"{bits:+.1f}", "overflow"]
+    return [name, kind, bits, f"{bits:.1f}", "ok"]
+
+
+def sent_report(report: DoctorReport) -> dict[str, Any]:
+    """What the page receives of one report: the words as the engine printed them and the evidence as numbers.
+
+    ``evidence``: ``{"kind": "headroom", "dtype", "bars": [[module, kind, bits, printed, status], ...]}``, or
+    ``{"kind": "scales", "log2": [log2(scale) per step], "skipped": "0110…" (1: the step was skipped), "losses"}``,
+    or ``{"kind": "losses", "losses"}``; a loss that is not finite is sent as ``"nan"``/``"inf"``.
+
+    >>> sent_report(run_scenario("model.half() + GradScaler", fixed=True))["evidence"]["kind"]
+    'losses'
+    """
+    ev = report.evidence
+    kind = ev.get("kind")
+    if kind == "headroom":
+        kinds = ev.get("kinds") or [""] * len(ev["names"])
+        evidence: dict[str, Any] = {"kind": kind, "dtype": ev["dtype"],
+                                    "bars": [_bar(n, k, b) for n, k, b in zip(ev["names"], kinds, ev["bits"])]}
+    elif kind == "scales":
+        evidence = {"kind": kind, "log2": [math.log2(s) if 0 < s < math.inf else None for s in ev["scales"]],
+                    "skipped": "".join("1" if s else "0" for s in ev["skipped"]),
+                    "losses": [_number(v) for v in ev.get("losses", [])]}
+    else:
+        evidence = {"kind": "losses", "losses": [_number(v) for v in ev.get("losses", [])]}
+    return {"scenario": report.scenario, "fixed": bool(report.fixed), "healthy": bool(report.healthy),
+            "diagnosis": report.diagnosis, "fix": report.fix, "evidence": evidence}
+
+
+class AmpDoctor(FrontView):
+    """A scenario picker, the broken run or the run with the fix, the diagnosis and its evidence; drawn in the
+    browser (``js/doctor.js``) from the reports the engine computed (``reports``, :func:`sent_report` of each).
+
+    ``AmpDoctor(model=m, batch=(x, y))`` adds your own model as the "my model" choice (it has no run with a fix).
+    The traits ``scenario`` and ``fixed`` select the report shown (``.report``, a :class:`DoctorReport`); with
+    ``precompute=False`` only the first report is run at start, and the others when they are selected (with a
+    kernel). ``.run(fixed)`` runs the selected scenario again and shows that run, as the page's "Run it again" does.
+
+    >>> doc = AmpDoctor("log of zero")
+    >>> doc.report.healthy, len(doc.reports)
+    (False, 12)
+    >>> doc.fixed = True; doc.report.healthy
+    True
     """
 
-    def __init__(self, scenario: str | None = None, model=None, batch=None):
+    _front = "doctor"
+    scenario = traitlets.Unicode().tag(sync=True)
+    fixed = traitlets.Bool(False).tag(sync=True)
+    #: The choices: [{"name", "fixable"}] (fixable: the scenario has a run with its fix).
+    scenarios: traitlets.List[dict] = traitlets.List().tag(sync=True)
+    #: report_key(scenario, fixed) -> sent_report(...), every report the engine ran.
+    reports = traitlets.Dict().tag(sync=True)
+    #: The page asks for a new run: {"n": a counter, "scenario", "fixed"}.
+    rerun = traitlets.Dict().tag(sync=True)
+    #: The kernel's answer to the last "Run it again": {"n", "key", "same": whether it equals the report shown}.
+    last_run = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, scenario: str | None = None, model=None, batch=None, fixed: bool = False,
+                 precompute: bool = True):
         names = scenario_names() if model is not None else scenario_names()[:-1]
         if scenario is not None and scenario not in names:
             raise ValueError(tr("unknown scenario {scenario!r}; the doctor knows: {names}", scenario=scenario,
                                   names=", ".join(names)))
+        if model is not None and batch is None:
+            raise ValueError(tr("'my model' needs model= (an nn.Module) and batch=(x, y)"))
         self.model, self.batch = model, batch
-        self.picker = W.Dropdown(options=names, value=scenario or names[0], description=tr("scenario"),
-                                 layout=W.Layout(width="420px"))
-        self.picker.add_class("ampkit-doctor-picker")
-        self.run_button = W.Button(description=tr("Run"), button_style="warning")
-        self.run_button.add_class("ampkit-doctor-run")
-        self.fix_button = W.Button(description=tr("Run with the fix"), button_style="success")
-        self.fix_button.add_class("ampkit-doctor-fix-button")
-        self.output = W.HTML(f"<div class='ampkit-doctor-report'>{tr('Pick a scenario and press Run.')}</div>")
-        self.output.add_class("ampkit-doctor-output")
-        self.image = W.Image(format="png")
-        self.image.add_class("ampkit-doctor-plot")
-        self.report: DoctorReport | None = None
-        self.run_button.on_click(lambda _: self.run(False))
-        self.fix_button.on_click(lambda _: self.run(True))
-        self.widget = W.VBox([W.HBox([self.picker, self.run_button, self.fix_button]), self.output, self.image])
+        self._reports: dict[str, DoctorReport] = {}
+        scenario = scenario or names[0]
+        fixed = bool(fixed) and scenario in SCENARIOS
+        todo = [(n, f) for n in names for f in ((False, True) if n in SCENARIOS else (False,))] if precompute \
+            else [(scenario, fixed)]
+        for name, f in todo:
+            self._run(name, f)
+        super().__init__(scenarios=[{"name": n, "fixable": n in SCENARIOS} for n in names],
+                         reports={k: sent_report(r) for k, r in self._reports.items()}, scenario=scenario,
+                         fixed=fixed)
+        self._select(None)
+        self.on_msg(self._on_msg)
+
+    def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
+        """The page's "hello": answer it, so the page knows a kernel with this view is behind it."""
+        if isinstance(content, dict) and content.get("event") == "hello":
+            self.send({"event": "here"})
+
+    def _run(self, name: str, fixed: bool) -> DoctorReport:
+        """Run one scenario in the engine and keep its report (the view's ``reports`` is updated by the caller)."""
+        if name == _MY_MODEL:
+            report = run_scenario(name, model=self.model, batch=self.batch)
+        else:
+            report = run_scenario(name, fixed=fixed)
+        self._reports[report_key(name, fixed)] = report
+        return report
+
+    @traitlets.validate("scenario")
+    def _valid_scenario(self, proposal: dict) -> str:
+        names = [s["name"] for s in self.scenarios]
+        if names and proposal["value"] not in names:
+            raise traitlets.TraitError(tr("unknown scenario {scenario!r}; the doctor knows: {names}",
+                                          scenario=proposal["value"], names=", ".join(names)))
+        return proposal["value"]
+
+    @property
+    def key(self) -> str:
+        """The key of the report shown (``my model`` has no run with a fix: its report is shown either way)."""
+        return report_key(self.scenario, self.fixed and self.scenario in SCENARIOS)
+
+    @traitlets.observe("scenario", "fixed")
+    def _select(self, change: dict | None) -> None:
+        if not self.scenarios:
+            return                                   # still being built
+        key = self.key
+        if key not in self._reports:                 # not computed at start: the kernel runs it now
+            self._run(self.scenario, self.fixed and self.scenario in SCENARIOS)
+            self.reports = {**self.reports, key: sent_report(self._reports[key])}
+        self.report: DoctorReport = self._reports[key]
+
+    @traitlets.observe("rerun")
+    def _on_rerun(self, change: dict) -> None:
+        ask = change["new"]
+        if not ask:
+            return
+        self.scenario = ask.get("scenario", self.scenario)
+        self.fixed = bool(ask.get("fixed", self.fixed)) and self.scenario in SCENARIOS
+        self._again(int(ask.get("n", 0)))
 
     def run(self, fixed: bool = False) -> DoctorReport:
-        """Run the picked scenario (broken, or with its fix) and show the report and the evidence figure."""
-        name = self.picker.value
-        if name == "my model":
-            self.report = run_scenario(name, model=self.model, batch=self.batch)
-        else:
-            self.report = run_scenario(name, fixed=fixed)
-        self.output.value = report_html(self.report)
-        fig = report_figure(self.report)
-        self.image.value = png_bytes(fig)
-        self.image.layout.width = f"{int(fig.get_figwidth() * fig.dpi)}px"
-        return self.report
+        """Run the selected scenario again (broken, or with its fix), show that run and return its report;
+        ``last_run["same"]`` says whether it equals the report shown before."""
+        self.fixed = bool(fixed) and self.scenario in SCENARIOS
+        return self._again(self.last_run.get("n", 0) + 1)
 
+    def _again(self, n: int) -> DoctorReport:
+        key = self.key
+        before = self.reports.get(key)
+        report = self._run(self.scenario, self.fixed)
+        entry = sent_report(report)
+        if entry != before:
+            self.reports = {**self.reports, key: entry}
+        self.report = report
+        self.last_run = {"n": n, "key": key, "same": entry == before}
+        return report
+
+    @property
+    def report_html(self) -> str:
+        """The report shown, as HTML (the still picture's text; the page writes the same words)."""
+        return report_html(self.report)
+
+    def words(self) -> dict:
+        return {"scenario": tr("scenario"), "broken_run": tr("the broken run"), "fixed_run": tr("the run with the fix"),
+                "rerun": tr("Run it again"), "rerun_title": tr("run the selected scenario again in the kernel"),
+                "no_kernel": tr("run the notebook to compute this on your machine"),
+                "computing": tr("computing in the kernel …"),
+                "same": tr("ran again in the kernel: the same report"),
+                "changed": tr("ran again in the kernel: the report changed (shown)"),
+                "no_fix": tr("your model has no run with a fix"),
+                "healthy": tr("healthy"), "broken": tr("broken"), "applied": tr(" (fix applied)"),
+                "diagnosis": tr("Diagnosis:"), "fix": tr("Fix:"),
+                "as_reported": tr("as reported"), "with_fix": tr("with the fix"),
+                "headroom_title": tr("{scenario} ({state}): {dtype} headroom per module"),
+                "headroom_y": tr("headroom (bits: powers of two below the format max)"),
+                "headroom_x": tr("module (name and kind), in forward order"),
+                "headroom_legend": tr("{dtype}: log2(format max / largest |output|)"),
+                "overflow": tr("OVERFLOW"), "overflow_legend": tr("overflow: output above the format max "
+                                                                  "(bar drawn to the top)"),
+                "nan": tr("NaN"), "zero": tr("all zero"), "bits": tr("{value} bits"),
+                "scale_title": tr("{scenario} ({state}): loss scale per step"),
+                "scale_y": tr("log2(loss scale)"), "step": tr("training step"),
+                "scale_legend": tr("loss scale the run used"), "skipped": tr("skipped step (inf/NaN gradients)"),
+                "loss_title": tr("{scenario} ({state}): training loss per step"),
+                "loss_y": tr("training loss"), "loss_legend": tr("loss"),
+                "nan_legend": tr("NaN or inf loss (drawn at the top)")}
+
+    def still(self) -> W.Widget:
+        fig = report_figure(self.report)
+        return W.VBox([W.HTML(self.report_html),
+                       W.Image(value=png_bytes(fig), format="png", width=int(fig.get_figwidth() * fig.dpi))])
