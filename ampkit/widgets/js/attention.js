@@ -94,7 +94,7 @@ function render({ model, el }) {
                                                      x: slot(RIGHT, i) - nanW / 2, width: nanW, fill: band.overflow }));
   const nanLabels = formats.map((f, i) => svg("text", { class: "ampkit-attn-nan-label", "data-fmt": f.name,
                                                        x: slot(RIGHT, i), "text-anchor": "middle", "font-size": 13 }));
-  const svg = svg("svg", { class: "ampkit-attn-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+  const plot = svg("svg", { class: "ampkit-attn-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
                           "font-family": "sans-serif" },
                  svg("defs", {}, hatch), axes, ...bars, ...nanBars, limits, ...barLabels, ...nanLabels);
 
@@ -103,7 +103,7 @@ function render({ model, el }) {
               h("label", { class: "ampkit-control" }, h("span", {}, text.head), headIn, headOut),
               h("div", { class: "ampkit-control ampkit-attn-where", role: "group", "aria-label": text.at },
                 h("span", {}, text.at), ...buttons),
-              readout, svg));
+              readout, plot));
 
   const nearest = (list, v) => list.reduce((best, x, i) => (Math.abs(x - v) < Math.abs(list[best] - v) ? i : best), 0);
 
@@ -146,7 +146,7 @@ function render({ model, el }) {
       nanLabels[i].setAttribute("y", yn - 5);
       nanLabels[i].textContent = `${pct} %`;
     });
-    svg.setAttribute("data-state", `${labels[si]},${heads[hi]},${where}`);
+    plot.setAttribute("data-state", `${labels[si]},${heads[hi]},${where}`);
   }
 
   function set(name, value) {

@@ -85,12 +85,12 @@ function render({ model, el }) {
                   svg("text", { x: lx + 18, y: 40 }, label));
     lx += 34 + 6.6 * [...label].length * (/[\u3000-\u9fff]/.test(label) ? 1.8 : 1);
   }
-  const svg = svg("svg", { class: "ampkit-fp8-blocks-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+  const plot = svg("svg", { class: "ampkit-fp8-blocks-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
                          "font-family": "sans-serif" },
                 svg("text", { x: W / 2, y: 16, "text-anchor": "middle", "font-size": 15 }, text.title),
                 legend, ...panels.map((p) => p.g), axis);
   el.append(h("div", { class: "ampkit-fp8-blocks" }, schemeRow, blockRow, h("div", { class: "ampkit-control" },
-              fmtRow, ruleRow), h("label", { class: "ampkit-control ampkit-fp8-pow2" }, pow2, text.pow2), readout, svg));
+              fmtRow, ruleRow), h("label", { class: "ampkit-control ampkit-fp8-pow2" }, pow2, text.pow2), readout, plot));
 
   /** The flushed elements as one path: a rectangle per run of neighbours in a row. */
   function cells(idx) {
@@ -121,7 +121,7 @@ function render({ model, el }) {
     for (const b of [...blockB, ...ruleB]) b.disabled = !mx;
     pow2.disabled = mx;
     pow2.checked = p2;
-    svg.setAttribute("data-key", key);
+    plot.setAttribute("data-key", key);
     const ks = st.rows.map((row) => blockScales(row.k));
     const kmin = Math.min(...ks.flat()), kmax = Math.max(...ks.flat());
     st.rows.forEach((row, p) => {
