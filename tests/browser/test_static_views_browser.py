@@ -296,18 +296,21 @@ export default () => ({                        // anywidget's factory form
 
 
 def test_the_runtime_gives_any_view_the_anywidget_model(tmp_path, browser):
-    """page.js alone, with a probe view and a view whose module throws: the probe sees anywidget's model (set fires
-    change:x only on a change, off removes, save_changes throws "no kernel", no widget manager), its _css is added,
-    its still picture replaced; the broken view keeps its still picture and says why in the console."""
+    """page.js alone, with a probe view, a module in anywidget's older form (a named ``render``) and one whose render
+    throws: the probe sees anywidget's model (set fires change:x only on a change, off removes, save_changes throws
+    "no kernel", no widget manager), its _css is added, its still picture replaced; the broken view keeps its still
+    picture and says why in the console."""
     from ampkit._nbexport import RUNTIME
 
     state = {"state": {
         "probe": {"state": {"_esm": _PROBE_ESM, "_css": ".probe { color: rgb(1, 2, 3); }", "value": 1,
                             "data": {"a": [1, 2]}}},
+        "named": {"state": {"_esm": "export function render({ el }) { el.textContent = 'named render'; }"}},
         "broken": {"state": {"_esm": "export default { render() { throw new Error('boom'); } };"}}}}
     still = '<img class="ampkit-static-still" alt="still">'
     page_html = (f"<!DOCTYPE html><html><body>"
                  f'<div class="ampkit-static-view" data-model-id="probe">{still}</div>'
+                 f'<div class="ampkit-static-view" data-model-id="named">{still}</div>'
                  f'<div class="ampkit-static-view" data-model-id="broken">{still}</div>'
                  f'<script type="{STATE}">{json.dumps(state)}</script>'
                  f'<script type="module">{RUNTIME.read_text()}\nrenderViews(document);</script></body></html>')
@@ -320,12 +323,13 @@ def test_the_runtime_gives_any_view_the_anywidget_model(tmp_path, browser):
     try:
         page.goto(path.as_uri())
         page.wait_for_function("() => !!document.body.dataset.ampkitViews", timeout=10_000)
-        assert page.evaluate("() => document.body.dataset.ampkitViews") == "1/2"
+        assert page.evaluate("() => document.body.dataset.ampkitViews") == "2/3"
         probe = json.loads(page.locator(".probe").text_content())
         assert probe == {"seen": [2], "initialized": True, "value": 3, "manager": False,
                          "saved": "no kernel: this page keeps its changes to itself"}
         assert page.evaluate("() => getComputedStyle(document.querySelector('.probe')).color") == "rgb(1, 2, 3)"
         assert page.locator("[data-model-id=probe] .ampkit-static-still").count() == 0
+        assert page.locator("[data-model-id=named]").text_content() == "named render"    # anywidget's old form
         assert page.locator("[data-model-id=broken] .ampkit-static-still").count() == 1
         assert page.locator("[data-model-id=broken]").get_attribute("data-rendered") == "failed"
         assert len(errors) == 1 and "view broken not drawn" in errors[0] and "boom" in errors[0], errors

@@ -7,7 +7,8 @@
 // minimal anywidget-compatible model from the saved state (get, set, on/off("change:x"), save_changes that throws
 // "no kernel", so kit.js's saveChanges returns false; send a no-op; no widget_manager), imports the view's _esm
 // from a Blob URL, adds its _css once, calls initialize({model}) if the module exports it, then
-// render({model, el}); the placeholder's still picture is replaced once the view has rendered (kept if it fails).
+// render({model, el}) — as anywidget 0.11 does (its nbextension/index.js: loadEsm, loadWidget, modelProxy); the
+// placeholder's still picture is replaced once the view has rendered (kept, with a console error, if it fails).
 
 export const STATE_MIME = "application/vnd.jupyter.widget-state+json";
 
@@ -82,18 +83,22 @@ function addCss(css, doc) {
 /** Draw the view saved as `state` into `el` (its placeholder); resolves to the view's element. */
 export async function renderView(state, el) {
   const doc = el.ownerDocument;
-  let widget = (await importEsm(state._esm)).default;
-  if (typeof widget === "function") widget = await widget();   // anywidget's factory form
+  // as anywidget 0.11 loads a module: a default export (an object, or a function returning one) or, deprecated,
+  // a named render
+  const mod = await importEsm(state._esm);
+  let widget = mod.render ? { render: mod.render } : mod.default;
+  if (typeof widget === "function") widget = await widget();
   addCss(state._css, doc);
   const model = makeModel(state);
-  if (widget.initialize) await widget.initialize({ model });
+  const signal = new AbortController().signal;   // a static page never takes a view down
+  if (widget.initialize) await widget.initialize({ model, signal });
   const view = doc.createElement("div");
   for (const c of state._dom_classes ?? []) view.classList.add(c);
   view.classList.add("ampkit-static-rendered");
   // the still picture stays until the view has drawn: a view that fails leaves the picture (and a console error)
   const still = [...el.childNodes];
   el.append(view);
-  await widget.render({ model, el: view });
+  await widget.render({ model, el: view, signal });
   for (const node of still) node.remove();
   return view;
 }
