@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,28 @@ def test_the_hygiene_check_refuses_other_widgets_state():
     big = {"model_module": "anywidget", "model_name": "AnyModel",
            "state": {"_anywidget_id": "ampkit.widgets.start.RoundingSlider", "x": "0" * MAX_VIEW_BYTES}}
     assert "carries" in view_state_problems({"metadata": {"widgets": {STATE: {"state": {"v": big}}}}})[0]
+
+
+
+_KIT_NAMES = set(re.findall(r"^export (?:function|const|let|class) (\w+)", (JS_DIR / "kit.js").read_text(), re.M))
+_DECLARED = re.compile(r"\b(?:const|let|var|function|class)\s+(\w+)|\(\s*(\w+)\s*(?:,[^()]*)?\)\s*=>")
+
+
+def _redeclared(source: str) -> set[str]:
+    """The names kit.js exports that ``source`` declares again (a variable, function, class or arrow parameter)."""
+    return {a or b for a, b in _DECLARED.findall(source)} & _KIT_NAMES
+
+
+def test_no_view_module_redeclares_a_kit_name():
+    """kit.js and a view's file are one module: a view that declares a name kit.js exports (``const svg = svg(…)``)
+    either fails to load or throws in render (the temporal dead zone), and the view never draws."""
+    assert {"svg", "h", "roundTo", "fillMarkup"} <= _KIT_NAMES
+    for path in sorted(JS_DIR.glob("*.js")):
+        if path.stem != "kit":
+            assert not _redeclared(path.read_text()), f"{path.name} declares {sorted(_redeclared(path.read_text()))}"
+
+
+def test_the_redeclaration_check_catches_a_shadowed_kit_name():
+    assert _redeclared('function render() { const svg = svg("svg"); }') == {"svg"}
+    assert _redeclared("rows.map((h, i) => h + i)") == {"h"}
+    assert _redeclared('const plot = svg("svg"); function draw(value) {}') == set()
