@@ -126,3 +126,10 @@ def test_the_command_line_writes_the_page(tmp_path, capsys):
     assert main([str(ROOT / "notebooks" / "00_start_here.ipynb"), "-o", str(out)]) == 0
     assert "renderViews(document)" in out.read_text()
     assert re.search(r"-> .*page\.html: \d+ KB in [\d.]+ s", capsys.readouterr().out)
+
+
+def test_a_site_can_share_one_runtime():
+    """With ``runtime_url`` (a book's pages, one copy of page.js beside them) the page imports it instead."""
+    html = export_html(ROOT / "notebooks" / "00_start_here.ipynb", runtime_url="../_static/page.js")
+    assert 'import { renderViews } from "../_static/page.js";' in html
+    assert RUNTIME.read_text()[:200] not in html and not _fetched_from_the_web(html)
