@@ -140,3 +140,18 @@ def test_make_refuses_old_python_with_one_clear_line(tmp_path):
     assert out.returncode != 0
     assert "ampkit needs Python >= 3.10" in out.stdout and "Python 3.9.2" in out.stdout
     assert not (tmp_path / ".venv").exists()  # stopped before creating anything
+
+
+def test_every_file_of_the_package_that_is_not_python_ships_in_the_wheel():
+    """A wheel holds the package's .py files and only the other files package-data names: a view's ES module left
+    out would draw nothing in a learner's image installed from the wheelhouse."""
+    import fnmatch
+    import subprocess
+
+    globs = _pyproject()["tool"]["setuptools"]["package-data"]["ampkit"]
+    tracked = subprocess.run(["git", "ls-files", "ampkit"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    others = [f.removeprefix("ampkit/") for f in tracked if not f.endswith(".py")]
+    assert any(f.startswith("widgets/js/") for f in others)
+    missing = [f for f in others if not any(fnmatch.fnmatch(f, g) for g in globs)]
+    assert not missing, f"add these to [tool.setuptools.package-data] in pyproject.toml: {missing}"
