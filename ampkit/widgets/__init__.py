@@ -14,7 +14,8 @@ module          notebook: what it holds
 ``range_map``   01: :class:`RangeMap` (the formats' ranges on one log2 axis)
 ``precision``   02: :class:`OLevelPicker` (O0–O3: dtypes per layer, memory)
 ``train``       02: :class:`LiveLossPlot` (the live loss plot of a training run)
-``scaling``     03: :class:`VisualLossScaler`, :class:`ScalerReplay`, :data:`PRESET_STYLES`
+``scaling``     03: :class:`VisualLossScaler`
+``replay``      03: :class:`ScalerReplay` (a dynamic scaler replayed, every preset overlaid), :data:`PRESET_STYLES`
 ``sinking``     04: :class:`SinkTimeline`, :func:`gantt_figure`, :func:`measured_figure`
 ``amp_doctor``  05: :class:`AmpDoctor`, :func:`headroom_figure`, :func:`scales_figure`
 ``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history)
@@ -42,7 +43,8 @@ from ampkit.widgets.fp8 import AmaxHistoryExplorer
 from ampkit.widgets.fp8_blocks import BlockScalingExplorer
 from ampkit.widgets.precision import OLevelPicker
 from ampkit.widgets.range_map import RangeMap
-from ampkit.widgets.scaling import PRESET_STYLES, ScalerReplay, VisualLossScaler
+from ampkit.widgets.replay import PRESET_STYLES, ScalerReplay
+from ampkit.widgets.scaling import VisualLossScaler
 from ampkit.widgets.sinking import SinkTimeline, gantt_figure, measured_figure
 from ampkit.widgets.start import RoundingSlider, device_speed_figure
 from ampkit.widgets.style import (

@@ -1,64 +1,31 @@
-"""Notebook 03's widgets: the visual loss scaler and the dynamic-scaler replay (with every framework's preset).
+"""Notebook 03's widgets (``03_loss_scaling.ipynb``): the visual loss scaler; the dynamic-scaler replay (with every
+framework's preset) lives in :mod:`ampkit.widgets.replay` and is re-exported here.
 
-Thin views over :mod:`ampkit.scaling` (``scale_sweep``, ``safe_window``, ``log2_histogram``, ``replay``,
-``log2_ceiling``, :func:`ampkit.scaling.presets.replay_presets`) and :func:`ampkit.formats.range_bands`.
-:class:`VisualLossScaler` is drawn in the browser (:class:`ampkit.widgets.front.FrontView`, ``js/scaler.js``) from
-the sweep of every slider position the engine computed when it started. :class:`ScalerReplay` builds its matplotlib
-figure once (``ampkit.widgets.style``: the kit's band colours, dpi and size), updates artists on a change and shows
-the figure as PNG bytes in an ``ipywidgets.Image`` at the figure's own pixel width; images are cached by inputs.
+Thin views over :mod:`ampkit.scaling` (``scale_sweep``, ``safe_window``, ``log2_histogram``) and
+:func:`ampkit.formats.range_bands`. :class:`VisualLossScaler` is drawn in the browser
+(:class:`ampkit.widgets.front.FrontView`, ``js/scaler.js``) from the sweep of every slider position the engine
+computed when it started.
+
+>>> from ampkit.widgets.scaling import ScalerReplay      # drawn by js/replay.js, defined in ampkit.widgets.replay
+>>> ScalerReplay.__module__
+'ampkit.widgets.replay'
 """
 from __future__ import annotations
-
-import math
-from collections.abc import Sequence
 
 import ipywidgets as W
 import torch
 import traitlets
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.legend import Legend
 
 from ampkit.formats import format_name, range_bands
-from ampkit.i18n import mark, tr
-from ampkit.scaling import (
-    SAFE_MAX_FLUSHED,
-    Replay,
-    RuleReplay,
-    ScaleReport,
-    log2_ceiling,
-    log2_histogram,
-    replay,
-    safe_window,
-    scale_sweep,
-)
-from ampkit.scaling.presets import PRESETS, replay_presets
-from ampkit.widgets.figtext import localize
+from ampkit.i18n import tr
+from ampkit.scaling import SAFE_MAX_FLUSHED, ScaleReport, log2_histogram, safe_window, scale_sweep
 from ampkit.widgets.front import FrontView
-from ampkit.widgets.style import (
-    BAND_COLOURS,
-    BAND_LABELS,
-    DPI,
-    STATUS_COLOURS,
-    WidgetView,
-    blit_background,
-    blit_png,
-    dtype_colour,
-    new_figure,
-    png_bytes,
-)
+from ampkit.widgets.replay import PRESET_STYLES, ScalerReplay, preset_readout_html, replay_readout_html
+from ampkit.widgets.style import BAND_COLOURS, BAND_LABELS, DPI, new_figure, png_bytes
 
 __all__ = ["VisualLossScaler", "ScalerReplay", "scaler_readout_html", "replay_readout_html", "preset_readout_html",
            "DTYPE_CHOICES", "PRESET_STYLES"]
 
-_PALETTE = ("#0969da", "#1a7f37", "#8250df", "#bc4c00", "#1b7c83", "#6e7781", "#9a6700", "#a475f9", "#0550ae",
-            "#116329", "#953800", "#4d2d00", "#3e1f79", "#24292f", "#bf3989")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "*", "<", ">", "h", "p", "d", "8", "H")
-_LINESTYLES = ("-", "--", "-.", ":")
-#: Per preset name: (colour, marker, linestyle) of its trajectory in the replay — distinct for every preset.
-PRESET_STYLES: dict[str, tuple[str, str, str]] = {
-    name: (_PALETTE[i % len(_PALETTE)], _MARKERS[i % len(_MARKERS)], _LINESTYLES[i % len(_LINESTYLES)])
-    for i, name in enumerate(PRESETS)}
-_SKIP_MARK, _APPLIED_MARK = "x", "X"
 
 #: The formats the visual scaler offers (label, canonical name).
 DTYPE_CHOICES: tuple[tuple[str, str], ...] = (("fp16", "float16"), ("bf16", "bfloat16"),
@@ -66,7 +33,6 @@ DTYPE_CHOICES: tuple[tuple[str, str], ...] = (("fp16", "float16"), ("bf16", "bfl
 _XLIM = (-72, 40)
 _SLIDER = (-8, 40)   # the visual scaler's log2(scale) slider: every position is swept when the view starts
 _WIDTH_IN, _HEIGHT_IN = 7.0, 3.0
-_REPLAY_HEIGHT_IN = 3.8   # the replay: room for the presets' legend
 _WIDTH_PX = int(_WIDTH_IN * DPI)   # the Image widget shows the figure at its own pixel width: no blur
 
 
@@ -207,189 +173,3 @@ def _still_png(v: VisualLossScaler) -> bytes:
     ax.set_title(f"{v.fmt}: gradients × $2^{{{v.log2_scale}}}$ — flushed {_pct(v.state.flushed)}, "
                  f"overflow {_pct(v.state.overflow)}", fontsize=11)
     return png_bytes(fig)
-
-
-def replay_readout_html(r: Replay) -> str:
-    """The replay's readout: skipped steps and final scale."""
-    final = "0" if r.final_scale == 0 else f"2<sup>{math.log2(r.final_scale):.1f}</sup>"
-    skipped = tr("skipped steps (overflow): <b class='ampkit-skipped'>{n}</b> of {total}", n=r.skipped,
-                 total=len(r.scales))
-    return f"<div class='ampkit-replay-readout'>{skipped} · {tr('final scale {s}', s=final)}</div>"
-
-
-def _log2_text(s: float) -> str:
-    return "0" if s == 0 else ("inf" if math.isinf(s) else f"2<sup>{math.log2(s):g}</sup>")
-
-
-def preset_readout_html(replays: dict[str, RuleReplay]) -> str:
-    """One line per replayed preset: its final scale, skipped steps, overflowing updates APPLIED, run stopped."""
-    if not replays:
-        return f"<div class='ampkit-preset-readout'>{tr('no framework preset selected')}</div>"
-    lines = []
-    for name, r in replays.items():
-        colour = PRESET_STYLES[name][0]
-        stop = "" if r.stopped_at is None else " · <b>" + tr("run stopped at step {step}", step=r.stopped_at) + "</b>"
-        facts = tr("final scale {s} · skipped <span class='ampkit-preset-skipped'>{skipped}</span> · "
-                   "overflow APPLIED <span class='ampkit-preset-applied'>{applied}</span>", s=_log2_text(r.final_scale),
-                   skipped=r.skipped, applied=r.applied_overflow)
-        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({PRESETS[name].framework}): "
-                     f"{facts}{stop}")
-    return "<div class='ampkit-preset-readout'>" + "<br>".join(lines) + "</div>"
-
-
-class ScalerReplay(WidgetView):
-    """A dynamic scaler replayed over a run's recorded gradient maxima; sliders for its settings, and a preset
-    list: the same gradient maxima replayed under each selected framework's rule (its own defaults, or starting
-    at log2(init) when ``presets_start_at_init`` is ticked), overlaid; ``x`` marks a skipped overflow step, a red
-    ``X`` an overflowing update that was APPLIED.
-
-    >>> rp = ScalerReplay([1e-6] * 50, growth_interval=5)
-    >>> rp.state.skipped
-    0
-    >>> rp.presets.value = ("torch", "mindspore-fixed-apply"); rp.start_at_init.value = True; rp.init.value = 40
-    >>> rp.preset_states["mindspore-fixed-apply"].applied_overflow
-    50
-    """
-
-    def __init__(self, grad_max: Sequence[float], fmt: str = "float16", init_log2: int = 16,
-                 growth_interval: int = 20, backoff: float = 0.5, hysteresis: int = 1,
-                 presets: Sequence[str] = (), presets_start_at_init: bool = False):
-        self.grad_max = [float(g) for g in grad_max]
-        if not self.grad_max:
-            raise ValueError(tr("grad_max must hold one gradient magnitude per step (e.g. TaskRun.grad_max)"))
-        self.fmt = format_name(fmt)
-        self.init = W.IntSlider(value=init_log2, min=0, max=48, description="log2(init)", continuous_update=True)
-        self.interval = W.IntSlider(value=growth_interval, min=1, max=500, description=tr("growth every"),
-                                    continuous_update=True)
-        self.backoff = W.FloatSlider(value=backoff, min=0.1, max=0.9, step=0.05, description=tr("backoff"),
-                                     continuous_update=True)
-        self.hysteresis = W.IntSlider(value=hysteresis, min=1, max=8, description=tr("hysteresis"),
-                                      continuous_update=True)
-        self.presets = W.SelectMultiple(options=[(f"{n}: {p.framework}", n) for n, p in PRESETS.items()],
-                                        value=tuple(presets), rows=7, description=tr("presets"),
-                                        layout=W.Layout(width="520px"))
-        self.presets.add_class("ampkit-preset-select")
-        self.start_at_init = W.Checkbox(value=presets_start_at_init, description=tr("presets start at log2(init)"),
-                                        indent=False)
-        self.start_at_init.add_class("ampkit-preset-at-init")
-        self.preset_readout = W.HTML()
-        self.readout = W.HTML()
-        self.image = W.Image(format="png", width=_WIDTH_PX)
-        self.image.add_class("ampkit-replay-plot")
-        self._pngs: dict[tuple, bytes] = {}
-        self._build_figure()
-        self.state: Replay
-        self.preset_states: dict[str, RuleReplay] = {}
-        for s in (self.init, self.interval, self.backoff, self.hysteresis, self.presets, self.start_at_init):
-            s.observe(self._on_change, names="value")
-        self._update()
-        self.widget = W.VBox([W.HBox([self.init, self.interval]), W.HBox([self.backoff, self.hysteresis]),
-                              W.HBox([self.presets, self.start_at_init]), self.readout, self.preset_readout,
-                              self.image])
-
-    def _build_figure(self) -> None:
-        steps = list(range(len(self.grad_max)))
-        ceiling = log2_ceiling(self.grad_max, self.fmt)
-        self.fig = new_figure(_WIDTH_IN, _REPLAY_HEIGHT_IN, layout=None)   # fixed layout: the blitted artists stay put
-        self.ax = self.fig.add_subplot()
-        top = 64
-        self.ax.fill_between(steps, ceiling, top, step="post", color=BAND_COLOURS["overflow"], alpha=0.12, lw=0,
-                             label=f"{format_name(self.fmt)} overflows here")
-        self.ax.step(steps, ceiling, where="post", color=BAND_COLOURS["overflow"], lw=1, ls="--")
-        (self._line,) = self.ax.step(steps, [0.0] * len(steps), where="post", color=dtype_colour(self.fmt), lw=1.8,
-                                     label="log2(scale) the scaler used")
-        self._marks = self.ax.scatter([], [], marker=_SKIP_MARK, s=40, color="#24292f", zorder=3,
-                                      label="overflow: step skipped")
-        every = max(1, len(steps) // 10)
-        # markers staggered per preset (offset i * every / 14): coinciding trajectories still show every marker
-        self._preset_lines = {
-            n: self.ax.step([], [], where="post", color=c, marker=m, ls=ls, lw=1.3, ms=5, label=n,
-                            markevery=(i * every // len(PRESET_STYLES), every))[0]
-            for i, (n, (c, m, ls)) in enumerate(PRESET_STYLES.items())}
-        self._preset_skips = self.ax.scatter([], [], marker=_SKIP_MARK, s=36, zorder=4)
-        self._preset_applied = self.ax.scatter([], [], marker=_APPLIED_MARK, s=70, color=STATUS_COLOURS["bad"],
-                                               edgecolors="#24292f", linewidths=0.6, zorder=5)
-        self.ax.set_xlabel("training step")
-        self.ax.set_ylabel("log2(loss scale)")
-        self.ax.set_xlim(0, len(steps))
-        self.ax.set_ylim(-2, top)
-        self.ax.set_title("Dynamic scaler replayed over this run's largest gradients", fontsize=11)
-        self.fig.tight_layout(rect=(0, 0, 0.74, 1))   # room on the right for the legend
-        self._legend: Legend | None = None
-        self._bgs: dict[tuple[str, ...], object] = {}   # per preset selection: the base plus that selection's legend
-        self._base_bg = blit_background(self.fig, self._moving())   # axes, ceiling band, title: drawn once
-        for line in self._preset_lines.values():                # blit_background showed every moving artist again
-            line.set_visible(False)
-
-    def _moving(self) -> tuple:
-        return (self._line, self._marks, *self._preset_lines.values(), self._preset_skips, self._preset_applied)
-
-    def _draw_presets(self) -> None:
-        """Overlay each selected preset's trajectory; skipped and APPLIED overflow steps marked apart."""
-        skips, skip_colours, applied = [], [], []
-        for n, line in self._preset_lines.items():
-            r = self.preset_states.get(n)
-            line.set_visible(r is not None)
-            if r is None:
-                continue
-            ys = [_y(s) for s in r.scales]
-            line.set_data(range(len(ys)), ys)
-            for i, (o, a) in enumerate(zip(r.overflow, r.applied)):
-                if o and a:
-                    applied.append([i, ys[i]])
-                elif o:
-                    skips.append([i, ys[i]])
-                    skip_colours.append(PRESET_STYLES[n][0])
-        self._preset_skips.set_offsets(skips or torch.empty(0, 2).numpy())
-        self._preset_skips.set_color(skip_colours or "#24292f")
-        self._preset_applied.set_offsets(applied or torch.empty(0, 2).numpy())
-
-    def _background_for(self, names: tuple[str, ...]) -> object:
-        """The blitting background for this preset selection: the static base with the selection's legend drawn
-        on it (once per selection — a legend is the slowest artist to draw)."""
-        if names not in self._bgs:
-            if len(self._bgs) >= 64:   # bounded cache
-                self._bgs.pop(next(iter(self._bgs)))
-            handles = [self._line, self._marks] + [self._preset_lines[n] for n in names]
-            labels = [mark("ampkit (sliders)"), mark("its skipped steps"), *names]
-            if names:
-                handles += [self._preset_skips, self._preset_applied]
-                labels += [mark("preset: step skipped"), mark("preset: inf/NaN APPLIED")]
-            if self._legend is not None:
-                self._legend.remove()
-            self._legend = self.fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.745, 0.5),
-                                           fontsize=7, frameon=False)
-            canvas = self.fig.canvas
-            assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives the figure an Agg canvas
-            canvas.restore_region(self._base_bg)
-            localize(self._legend)   # drawn here directly, not through the figure's draw
-            self._legend.draw(canvas.get_renderer())
-            self._bgs[names] = canvas.copy_from_bbox(self.fig.bbox)
-        return self._bgs[names]
-
-    def _update(self) -> None:
-        names = tuple(n for n in PRESETS if n in self.presets.value)
-        at_init = bool(self.start_at_init.value)
-        key = (self.init.value, self.interval.value, round(self.backoff.value, 4), self.hysteresis.value, names,
-               at_init and bool(names))
-        self.state = replay(self.grad_max, self.fmt, init_scale=2.0 ** key[0], growth_interval=key[1],
-                            backoff_factor=key[2], hysteresis=key[3])
-        self.preset_states = replay_presets(list(names), self.grad_max, self.fmt,
-                                            log2_init=key[0] if at_init else None)
-        self.readout.value = replay_readout_html(self.state)
-        self.preset_readout.value = preset_readout_html(self.preset_states)
-        ys = [_y(s) for s in self.state.scales]
-        self._line.set_ydata(ys)
-        self._marks.set_offsets([[i, y] for i, (y, o) in enumerate(zip(ys, self.state.overflow)) if o] or
-                                torch.empty(0, 2).numpy())
-        self._draw_presets()
-        if key not in self._pngs:      # the artists always follow the state; only the PNG is cached
-            if len(self._pngs) >= 256:   # bounded cache: drop the oldest image
-                self._pngs.pop(next(iter(self._pngs)))
-            self._pngs[key] = blit_png(self.fig, self._background_for(names), self._moving())
-        self.image.value = self._pngs[key]
-
-
-def _y(s: float) -> float:
-    """log2 of a scale for the replay's axis (0 and below drawn at its bottom, -2; inf at its top)."""
-    return math.log2(s) if 0 < s < math.inf else (-2.0 if s <= 0 else 64.0)

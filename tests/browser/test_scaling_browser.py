@@ -1,9 +1,9 @@
-"""Notebook 03 in a real JupyterLab: move the visual loss scaler's slider, the % readout follows; same for the replay.
+"""Notebook 03 in a real JupyterLab: move the visual loss scaler's slider, the % readout follows.
 
 The scaler is drawn in the browser (ampkit/widgets/js/scaler.js) from the sweep of every slider position the engine
 computed: run, and from the saved notebook with no kernel, every position the keyboard reaches shows the engine's
-numbers (readout, safe window, where the bands and the histogram are drawn). The replay's image is shown at the
-figure's own pixel width (100 dpi); every static figure is screenshotted."""
+numbers (readout, safe window, where the bands and the histogram are drawn); every static figure is screenshotted.
+The dynamic-scaler replay below it: tests/browser/test_replay_browser.py."""
 import re
 
 import pytest
@@ -12,10 +12,8 @@ import torch
 pytestmark = pytest.mark.browser
 
 READOUT = ".ampkit-scale-readout"
-REPLAY = ".ampkit-replay-readout"
 PLOT = ".ampkit-scale-plot"          # the scaler's SVG (an <img> in the ipywidgets view before #30)
 SCALE_K = ".jp-OutputArea .ampkit-scaler input.ampkit-scale-k"   # the scaler's typed log2(scale)
-PRESETS = ".ampkit-preset-readout"
 
 
 def shown(page, selector: str) -> str:
@@ -32,13 +30,6 @@ def shown(page, selector: str) -> str:
                 raise
             page.wait_for_timeout(200)
     raise AssertionError("unreachable")
-
-
-def wait_for_text(page, selector: str, old: str, timeout_ms: int = 30_000) -> str:
-    page.wait_for_function(
-        "([sel, old]) => { const e = document.querySelector(sel); return e && e.textContent.trim() !== old; }",
-        arg=[selector, old], timeout=timeout_ms)
-    return shown(page, selector)
 
 
 def flushed(text: str) -> str:
@@ -102,42 +93,7 @@ def test_scale_slider_moves_the_histogram_and_the_readout(lab):
     plot.scroll_into_view_if_needed()
     lab.screenshot(page, "03_loss_scaling-scaler-after")
 
-    # the replay: a growth interval of 1 climbs much faster and overflows more often
-    replay_before = shown(page, REPLAY)
-    lab.set_readout(page, 1, "1")                              # ipywidgets sliders: log2(init), growth every, ...
-    replay_after = wait_for_text(page, REPLAY, replay_before)
-    skipped = int(re.search(r"skipped steps \(overflow\): (\d+)", replay_after).group(1))
-    before = int(re.search(r"skipped steps \(overflow\): (\d+)", replay_before).group(1))
-    assert skipped > before
-    replay_img = page.locator(".ampkit-replay-plot img, img.ampkit-replay-plot").first
-    replay_img.scroll_into_view_if_needed()
-    lab.screenshot(page, "03_loss_scaling-replay-after")
-
-    # the preset control: pick two frameworks' rules, the readout lists them and the plot changes
-    presets_before = shown(page, PRESETS)
-    assert "no framework preset selected" in presets_before
-    src_before = replay_img.get_attribute("src")
-    select = page.locator(".ampkit-preset-select select").first
-    select.scroll_into_view_if_needed()
-    select.select_option(value=["torch: PyTorch torch.amp.GradScaler",
-                                "deepspeed: DeepSpeed fp16",
-                                "mindspore-fixed-apply: MindSpore FixedLossScaleManager(drop_overflow_update=False)"])
-    picked = wait_for_text(page, PRESETS, presets_before)
-    for name in ("torch", "deepspeed", "mindspore-fixed-apply"):
-        assert name in picked, picked
-    assert "overflow APPLIED 0" in picked                        # at its own 128, the fixed scale never overflows
-    page.wait_for_function(                                     # the trajectories are drawn (a new image)
-        "([sel, old]) => { const e = document.querySelector(sel); return e && e.getAttribute('src') !== old; }",
-        arg=[".ampkit-replay-plot img, img.ampkit-replay-plot", src_before], timeout=30_000)
-    # every preset starts at log2(init) = 40: each step overflows; the fixed manager APPLIES all of them
-    page.locator(".ampkit-preset-at-init input").first.check()
-    lab.set_readout(page, 0, "40")
-    high = lab.wait_for_text(page, PRESETS, "overflow APPLIED 150")
-    steps = int(re.search(r" of (\d+)", shown(page, REPLAY)).group(1))
-    assert steps == 150 and "torch" in high and "deepspeed" in high
-    replay_img.scroll_into_view_if_needed()
-    lab.screenshot(page, "03_loss_scaling-replay-presets")
-
+    # the replay below it (drawn in the browser too): tests/browser/test_replay_browser.py
     # the notebook's own figures (static PNG outputs): each rendered, readable size, screenshotted to look at
     lab.check_figures(page, "03_loss_scaling", at_least=5)
     lab.assert_clean(page)
@@ -226,4 +182,4 @@ def test_scaler_moves_without_a_kernel(lab):
         assert page.locator(f".jp-OutputArea .ampkit-scaler button[data-fmt='{fmt}']").first.get_attribute(
             "aria-pressed") == "true", label
     lab.screenshot(page, "03_loss_scaling-scaler-no-kernel-fp8", near=f".jp-OutputArea svg{PLOT}")
-    # (no assert_clean: the replay below is still an ipywidgets view, with no saved state to show without a kernel)
+    lab.assert_clean(page)

@@ -65,15 +65,15 @@ function render({ model, el }) {
                   svg("text", { x: lx + 18, y: 41 }, label));
     lx += 32 + 6.2 * [...label].length * (/[\u3000-\u9fff]/.test(label) ? 1.8 : 1);
   });
-  const svg = svg("svg", { class: "ampkit-scale-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-                         "font-family": "sans-serif" },
-                ...Object.values(rects), bars, axes, legend, title);
+  const plot = svg("svg", { class: "ampkit-scale-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+                            "font-family": "sans-serif" },
+                   ...Object.values(rects), bars, axes, legend, title);
 
   el.append(h("div", { class: "ampkit-scaler" },
               h("div", { class: "ampkit-control", role: "group", "aria-label": text.format },
                 h("span", {}, text.format), ...buttons),
               h("label", { class: "ampkit-control" }, h("span", {}, text.scale), slider, number),
-              readout, svg));
+              readout, plot));
 
   function draw() {
     const fmt = model.get("fmt"), k = model.get("log2_scale");
@@ -105,8 +105,8 @@ function render({ model, el }) {
       if (f > 0 && b > x0 && a < x1) d += `M${X(a)},${yAxis}V${Y(f)}H${X(b)}V${yAxis}Z`;
     });
     bars.setAttribute("d", d);
-    svg.setAttribute("data-k", String(k));
-    svg.setAttribute("data-fmt", fmt);
+    plot.setAttribute("data-k", String(k));
+    plot.setAttribute("data-fmt", fmt);
     title.replaceChildren(`${fmt} × 2`, svg("tspan", { dy: -7, "font-size": 11 }, String(k)),
                           svg("tspan", { dy: 7 }, ` — ${text.flushed.replace("{pct}", flushed)} · `
                                                 + text.overflow.replace("{pct}", overflow)));
