@@ -363,7 +363,7 @@ class AmpDoctor(FrontView):
                 "scale_y": tr("log2(loss scale)"), "step": tr("training step"),
                 "scale_legend": tr("loss scale the run used"), "skipped": tr("skipped step (inf/NaN gradients)"),
                 "loss_title": tr("{scenario} ({state}): training loss per step"),
-                "loss_y": tr("training loss"), "loss_legend": tr("loss"),
+                "loss_y": tr("training loss (cross-entropy, nats)"), "loss_legend": tr("loss"),
                 "nan_legend": tr("NaN or inf loss (drawn at the top)")}
 
     def still(self) -> W.Widget:
