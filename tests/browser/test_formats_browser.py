@@ -1,37 +1,84 @@
-"""Notebook 01 in a real JupyterLab: type values into the float explorer, click a bit, check the bits shown; move
-the loss-scale slider of the range map (drawn in the browser, ampkit/widgets/js/rangemap.js) and check what is
-drawn against the engine: the band edges (ampkit.formats.range_bands), the bars (the histogram's edges moved by
-log2(scale)), the marker (log2|value|) and the readout (classify's line at that scale) — run, and from the saved
-notebook with no kernel behind it."""
+"""Notebook 01 in a real JupyterLab. The float explorer is drawn in the browser (ampkit/widgets/js/floats.js): type
+values, move its log slider with the keyboard, click bits, and check that what is drawn (every format's bits, the
+formula, the table's numbers, the notes, the range map's marker beside it) equals what the engine computes
+(ampkit.formats.decompose / from_bits / explain) — run, and from the saved notebook with no kernel behind it. The
+gradient range map (ampkit/widgets/js/rangemap.js): move its loss-scale slider and check the bands, the bars, the
+marker and the readout against the engine, run and kernel-less."""
 import json
 import math
+import random
 
 import pytest
 
-from ampkit.formats import range_bands
+from ampkit.formats import FORMATS, decompose, explain, from_bits, info, range_bands, toggle_bit
+from ampkit.i18n import tr
+from ampkit.widgets.formats import VERDICT_COLOURS, format_label  # noqa: F401 - the words the page shows
 
 pytestmark = pytest.mark.browser
 
-FP16_BITS = ".ampkit-bits-float16 .ampkit-bitstring"
-BF16_BITS = ".ampkit-bits-bfloat16 .ampkit-bitstring"
-TEXT_INPUT = ".ampkit-explorer-text input"
-MESSAGE = ".ampkit-explorer-message"
-FP16_ROW = ".ampkit-explorer-summary .ampkit-row-float16"
+EXPLORER = ".jp-OutputArea .ampkit-explorer"
+TEXT_INPUT = ".ampkit-explorer-text"
+SLIDER = "input.ampkit-explorer-slider"
+
+# What the explorer draws, read from the page: its value, every format's bits and formula, the table, the notes.
+EXPLORED = """() => { const root = document.querySelector('.jp-OutputArea .ampkit-explorer');
+  const rows = [...root.querySelectorAll('.ampkit-bits-row')].map(r => ({
+    bits: r.querySelector('.ampkit-bitstring').dataset.bits,
+    cells: [...r.querySelectorAll('.ampkit-cell')].map(c => [c.textContent, c.className]),
+    formula: r.querySelector('.ampkit-formula').textContent}));
+  const table = [...root.querySelectorAll('.ampkit-explorer-summary tr')].slice(1).map(
+    tr => [...tr.querySelectorAll('td')].map(td => td.textContent));
+  const map = root.querySelector('.ampkit-rangemap .ampkit-marker');
+  return JSON.stringify({value: root.dataset.value, flipped: JSON.parse(root.dataset.flipped || '{}'), rows, table,
+    notes: [...root.querySelectorAll('.ampkit-explorer-message li')].map(li => li.textContent),
+    message: root.querySelector('.ampkit-explorer-message').textContent,
+    box: root.querySelector('.ampkit-explorer-text').value,
+    marker: map ? +map.dataset.x : null}); }"""
 
 
-def shown(page, selector: str) -> str:
-    """Text of the first match, scrolled into view (JupyterLab does not render text of off-screen cells)."""
-    loc = page.locator(selector).first
-    loc.scroll_into_view_if_needed()
-    return (loc.text_content() or "").strip()
+def explored(page) -> dict:
+    return json.loads(page.evaluate(EXPLORED))
 
 
-def wait_for_text(page, selector: str, old: str, timeout_ms: int = 30_000) -> str:
-    """Wait until the first match's textContent differs from ``old``; return it."""
-    page.wait_for_function(
-        "([sel, old]) => { const e = document.querySelector(sel); return e && e.textContent.trim() !== old; }",
-        arg=[selector, old], timeout=timeout_ms)
-    return shown(page, selector)
+def _short(x: float) -> str:
+    if math.isnan(x):
+        return "—"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.3e}" if x != 0 else "0"
+
+
+def _formula(d) -> str:
+    text = d.formula()
+    return "= " + (text.replace(" (binary) × 2^", "₂ × 2") if " (binary) × 2^" in text else text)
+
+
+def engine_state(value: float, flipped: dict) -> dict:
+    """What the engine shows for ``value`` (and a flipped pattern, shown as from_bits reads it)."""
+    return {f: from_bits(flipped["pattern"], f) if flipped.get("fmt") == f else decompose(value, f) for f in FORMATS}
+
+
+def check_explorer(page, value: float | None = None) -> dict:
+    """Everything the explorer draws equals the engine's numbers for the value it shows; returns what it drew."""
+    d = explored(page)
+    v = float(d["value"])
+    if value is not None:
+        assert d["value"] == repr(value), (d["value"], value)
+    state = engine_state(v, d["flipped"])
+    for (name, want), row, cells in zip(state.items(), d["rows"], d["table"]):
+        assert row["bits"] == want.bits, (name, v, row["bits"], want.bits)
+        assert [c[0] for c in row["cells"]] == list(want.bits)
+        fields = [c[1].split()[1].removeprefix("ampkit-") for c in row["cells"]]
+        assert fields == want.fields and [("ampkit-one" in c[1]) for c in row["cells"]] == [b == "1" for b in want.bits]
+        assert row["formula"] == _formula(want), (name, row["formula"])
+        assert cells == [format_label(name), repr(want.stored), tr(want.kind), tr(want.verdict), _short(want.abs_error),
+                         _short(want.rel_error), _short(want.ulp), repr(want.prev), repr(want.next)], (name, v, cells)
+    notes = explain(v, list(FORMATS))
+    assert d["notes"] == notes or (not notes and "Every format just rounds" in d["message"]), (v, d["notes"], notes)
+    if math.isfinite(v) and v != 0:
+        assert d["marker"] == pytest.approx(math.log2(abs(v)), abs=0) or \
+            d["marker"] == min(max(math.log2(abs(v)), -155.0), 135.0)
+    return d
 
 
 def type_value(page, text: str) -> None:
@@ -41,17 +88,111 @@ def type_value(page, text: str) -> None:
     box.press("Enter")
 
 
-# Per format, how far each transparent bit button is from the bit cell it must cover (x, y, width, height in px).
-MISALIGNED = """() => { const out = {};
-  for (const row of document.querySelectorAll('[class*=ampkit-bits-]')) {
-    const cells = [...row.querySelectorAll('.ampkit-cell')].map(e => e.getBoundingClientRect());
-    const btns = [...row.querySelectorAll('.ampkit-bit')].map(e => e.getBoundingClientRect());
-    const name = row.className.match(/ampkit-bits-(\\S+)/)[1];
-    out[name] = cells.length === btns.length && cells.length > 0 ? cells.map((c, i) =>
-      Math.max(Math.abs(c.x - btns[i].x), Math.abs(c.y - btns[i].y), Math.abs(c.width - btns[i].width),
-               Math.abs(c.height - btns[i].height))).filter(d => d > 1) : ['count'];
-  } return out; }"""
-MARKER_LEFT = "() => parseFloat(document.querySelector('.ampkit-rangemap .ampkit-marker').getAttribute('x1'))"
+def wait_value(page, old: str, timeout_ms: int = 30_000) -> None:
+    page.wait_for_function("(old) => document.querySelector('.jp-OutputArea .ampkit-explorer').dataset.value !== old",
+                           arg=old, timeout=timeout_ms)
+
+
+def click_bit(page, fmt: str, pos: int) -> None:
+    page.locator(f"{EXPLORER} .ampkit-bits-{fmt} .ampkit-cell").nth(pos).click()
+
+
+def random_session(page, seed: int, moves: int = 12) -> None:
+    """Random slider keys, typed values and bit clicks; after each, what is drawn is the engine's."""
+    rng = random.Random(seed)
+    slider = page.locator(f"{EXPLORER} {SLIDER}").first
+    for _ in range(moves):
+        before = explored(page)
+        what = rng.choice(("keys", "type", "bit"))
+        if what == "keys":
+            slider.scroll_into_view_if_needed()
+            slider.focus()
+            for _ in range(rng.randint(1, 4)):
+                slider.press(rng.choice(("ArrowRight", "ArrowLeft", "PageUp", "PageDown", "ArrowUp")))
+        elif what == "type":
+            x = rng.choice((1, -1)) * 2.0 ** rng.uniform(-152, 131)
+            type_value(page, repr(x))
+            if repr(x) != before["value"]:
+                wait_value(page, before["value"])
+            check_explorer(page, x)
+            continue
+        else:
+            fmt = rng.choice(list(FORMATS))
+            pos = rng.randrange(info(fmt).bits)
+            click_bit(page, fmt, pos)
+            want = toggle_bit(engine_state(float(before["value"]), before["flipped"])[fmt], pos)
+            d = check_explorer(page)
+            assert d["flipped"] == {"fmt": fmt, "pattern": want.pattern}
+            assert d["rows"][list(FORMATS).index(fmt)]["bits"] == want.bits
+            continue
+        check_explorer(page)
+
+
+def test_explorer_draws_the_engines_numbers(lab):
+    page = lab.open_and_run("01_fp16_range.ipynb")
+    page.locator(EXPLORER).first.wait_for()
+    page.locator(EXPLORER).first.scroll_into_view_if_needed()
+    page.wait_for_selector(f"{EXPLORER} .ampkit-rangemap .ampkit-marker", state="attached")
+    d = check_explorer(page, 0.1)
+    assert d["rows"][1]["bits"] == "0010111001100110"   # 0.1 in fp16
+    lab.screenshot(page, "01_fp16_range-explorer-0.1", near=EXPLORER)
+
+    type_value(page, "65504")
+    wait_value(page, "0.1")
+    d = check_explorer(page, 65504.0)
+    assert d["rows"][1]["bits"] == "0111101111111111" and "exact" in d["table"][1]
+    type_value(page, "70000")
+    wait_value(page, "65504.0")
+    d = check_explorer(page, 70000.0)
+    assert d["rows"][1]["bits"] == "0111110000000000" and "overflow to inf" in d["table"][1]
+    click_bit(page, "float16", 0)                      # fp16's sign bit: -inf, the box shows it
+    wait_value(page, "70000.0")
+    d = check_explorer(page, -math.inf)
+    assert d["rows"][1]["bits"] == "1111110000000000" and d["box"] == "-inf"
+    click_bit(page, "float16", 15)                     # mantissa nonzero under an all-ones exponent: NaN, kept
+    wait_value(page, "-inf")
+    d = check_explorer(page)
+    assert d["value"] == "nan" and d["rows"][1]["bits"] == "1111110000000001"
+    # a power that Python's ** rounds: the kernel reads it (the engine is the truth)
+    type_value(page, "10^23")
+    wait_value(page, "nan")
+    check_explorer(page, 10.0 ** 23)
+    # text that is not a number: a message in the view, no traceback, bits unchanged
+    type_value(page, "abc")
+    page.wait_for_function("() => /not a number/.test(document.querySelector('.ampkit-explorer-message').textContent)")
+    assert explored(page)["value"] == repr(10.0 ** 23)
+    type_value(page, "2^-24")
+    wait_value(page, repr(10.0 ** 23))
+    check_explorer(page, 2.0 ** -24)
+    random_session(page, seed=1)
+    lab.screenshot(page, "01_fp16_range-explorer-after", near=EXPLORER)
+    lab.assert_clean(page)
+
+
+def test_explorer_moves_without_a_kernel(lab):
+    """The saved notebook, nothing run: every key press, typed value and bit click is drawn from the saved state
+    and the page's arithmetic alone, and what is drawn is what the engine computes for that value."""
+    page = lab.open_saved("01_fp16_range.ipynb")
+    page.locator(EXPLORER).first.wait_for(timeout=60_000)
+    page.locator(EXPLORER).first.scroll_into_view_if_needed()
+    page.wait_for_selector(f"{EXPLORER} .ampkit-rangemap .ampkit-marker", state="attached")
+    check_explorer(page, 0.1)
+    for text, value in (("1e-6", 1e-6), ("-0", -0.0), ("inf", math.inf), ("1000", 1000.0), ("2^-149", 2.0 ** -149),
+                        ("0x1p-24", 2.0 ** -24), ("1e39", 1e39), ("nan", math.nan)):
+        old = explored(page)["value"]
+        type_value(page, text)
+        wait_value(page, old)
+        check_explorer(page, value)
+    type_value(page, "10^23")                           # Python's ** rounds it: the page says it needs the kernel
+    page.wait_for_function("() => /run the notebook/.test(document.querySelector('.ampkit-explorer-message')"
+                           ".textContent)")
+    type_value(page, "0.3")
+    wait_value(page, "nan")
+    random_session(page, seed=2, moves=16)
+    lab.screenshot(page, "01_fp16_range-explorer-no-kernel", near=EXPLORER)
+
+
+# -- the gradient range map (the second range input of the page: the explorer's slider is the first)
 # What a range map draws, read from its SVG: bands, bars, marker, its label, the readout and the summary line.
 DRAWN = """(i) => { const root = document.querySelectorAll('.jp-OutputArea .ampkit-rangemap')[i];
   const num = (e, a) => parseFloat(e.getAttribute(a));
@@ -97,60 +238,6 @@ def check_geometry(d: dict, fmts: tuple[str, ...], lo: float, hi: float) -> floa
     return per
 
 
-def test_explorer_shows_the_bits_of_a_typed_value(lab):
-    page = lab.open_and_run("01_fp16_range.ipynb")
-    start = shown(page, FP16_BITS)
-    assert start == "0 01011 1001100110"  # 0.1 in fp16
-    assert shown(page, BF16_BITS) == "0 01111011 1001101"
-    # every clickable (transparent) bit button lies exactly on the coloured bit cell it flips
-    page.locator(".ampkit-explorer").first.scroll_into_view_if_needed()
-    misaligned = page.evaluate(MISALIGNED)
-    assert sorted(misaligned) == sorted(["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
-    assert all(v == [] for v in misaligned.values()), misaligned
-    # a 1 bit is drawn in the dark field colour, a 0 bit in the light one
-    sign = page.locator(".ampkit-bits-float16 .ampkit-cell").first
-    assert sign.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(253, 226, 226)"  # 0: light red
-    marker_x = page.evaluate(MARKER_LEFT)
-    lab.screenshot(page, "01_fp16_range-explorer-0.1")
-
-    # fp16's largest number: exponent 11110, mantissa all ones
-    row = shown(page, FP16_ROW)
-    type_value(page, "65504")
-    bits = wait_for_text(page, FP16_BITS, start)
-    row = wait_for_text(page, FP16_ROW, row)
-    assert bits == "0 11110 1111111111"
-    assert "65504.0" in row and "exact" in row
-    # the range map's marker (drawn in the browser) moved right: log2(65504) is about 19.3 octaves above 0.1
-    page.wait_for_function(f"() => ({MARKER_LEFT})() > {marker_x} + 5", timeout=30_000)
-    d = drawn(page, 0)
-    assert d["marker"]["x"] == math.log2(65504) and d["label"] == f"|x| = 6.55e+04 = 2^{math.log2(65504):.2f}"
-    check_geometry(d, ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), -155.0, 135.0)
-    exp_cell = page.locator(".ampkit-bits-float16 .ampkit-cell").nth(1)
-    assert exp_cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(9, 105, 218)"  # 1: dark blue
-
-    # one more ulp's worth overflows: inf is exponent all ones, mantissa zero
-    type_value(page, "70000")
-    bits = wait_for_text(page, FP16_BITS, bits)
-    row = wait_for_text(page, FP16_ROW, row)
-    assert bits == "0 11111 0000000000"
-    assert "overflow to inf" in row
-
-    # clicking fp16's sign bit flips it: -inf
-    page.locator(".ampkit-bits-float16 .ampkit-bit").first.click()
-    bits = wait_for_text(page, FP16_BITS, bits)
-    assert bits == "1 11111 0000000000"
-    assert page.locator(TEXT_INPUT).first.input_value() == "-inf"
-
-    # text that is not a number: a message in the widget, no traceback, bits unchanged
-    before_msg = shown(page, MESSAGE)
-    type_value(page, "abc")
-    msg = wait_for_text(page, MESSAGE, before_msg)
-    assert "not a number" in msg
-    assert shown(page, FP16_BITS) == bits
-    lab.screenshot(page, "01_fp16_range-explorer-after")
-    lab.assert_clean(page)
-
-
 def _engine_grad_map():
     """The notebook's gradient map, rebuilt by running the notebook's own cells (imports, the model, the map)."""
     from pathlib import Path
@@ -181,11 +268,12 @@ def test_loss_scale_slider_moves_the_gradient_histogram(lab):
     m = _engine_grad_map()
     page = lab.open_and_run("01_fp16_range.ipynb")
     maps = page.locator(".jp-OutputArea .ampkit-rangemap")
+    page.wait_for_function("() => document.querySelectorAll('.jp-OutputArea .ampkit-rangemap').length === 2")
     assert maps.count() == 2  # the explorer's range map and the gradient map
     d = drawn(page, 1)
     _check_scale(d, m, 0)
-    # the range inputs of the views drawn in the browser: the loss-scale slider is the only one
-    lab.move_range(page, 0, "ArrowRight", presses=8)
+    check_geometry(drawn(page, 0), tuple(FORMATS), -155.0, 135.0)
+    lab.move_range(page, 1, "ArrowRight", presses=8)
     page.wait_for_function("() => document.querySelectorAll('.ampkit-hist')[0].dataset.shift === '8'",
                            timeout=30_000)
     d8 = drawn(page, 1)
@@ -202,15 +290,15 @@ def test_gradient_map_moves_without_a_kernel(lab):
     what is drawn is what the engine computes for that scale."""
     m = _engine_grad_map()
     page = lab.open_saved("01_fp16_range.ipynb")
-    page.locator(".jp-OutputArea .ampkit-rangemap").first.wait_for(timeout=60_000)
-    assert page.locator(".jp-OutputArea .ampkit-rangemap").count() == 1   # the explorer needs a kernel: its still
-    _check_scale(drawn(page, 0), m, 0)
+    page.wait_for_function("() => document.querySelectorAll('.jp-OutputArea .ampkit-rangemap').length === 2",
+                           timeout=60_000)
+    _check_scale(drawn(page, 1), m, 0)
     k = 0
     for key, presses in (("ArrowRight", 5), ("ArrowRight", 9), ("ArrowLeft", 3), ("End", 1), ("Home", 1),
                          ("PageUp", 1)):
-        lab.move_range(page, 0, key, presses=presses)
+        lab.move_range(page, 1, key, presses=presses)
         want = {"ArrowRight": k + presses, "ArrowLeft": k - presses, "End": 32, "Home": 0}.get(key)
-        d = drawn(page, 0)
+        d = drawn(page, 1)
         k = int(d["shift"]) if want is None else want
         assert d["shift"] == str(k), (key, d["shift"], k)
         _check_scale(d, m, k)
