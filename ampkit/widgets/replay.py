@@ -378,14 +378,18 @@ def _still_png(v: ScalerReplay) -> bytes:
     over = [i for i, o in enumerate(v.state.overflow) if o]
     ax.scatter(over, [ys[i] for i in over], marker="x", s=40, color="#24292f", zorder=3,
                label=mark("its skipped steps"))
+    told = False                     # the APPLIED mark's legend entry: once
     for n, r in v.preset_states.items():
         colour, marker, ls = PRESET_STYLES[n]
         py = [_y(s) for s in r.scales]
         ax.step(range(len(py)), py, where="post", color=colour, marker=marker, ls=ls, lw=1.3, ms=5, label=n,
                 markevery=max(1, len(steps) // 10))
+        skip = [i for i, (o, a) in enumerate(zip(r.overflow, r.applied)) if o and not a]
         app = [i for i, (o, a) in enumerate(zip(r.overflow, r.applied)) if o and a]
+        ax.scatter(skip, [py[i] for i in skip], marker="x", s=36, color=colour, zorder=4)
         ax.scatter(app, [py[i] for i in app], marker="X", s=70, color=STATUS_COLOURS["bad"], edgecolors="#24292f",
-                   linewidths=0.6, zorder=5)
+                   linewidths=0.6, zorder=5, label=mark("preset: inf/NaN APPLIED") if app and not told else None)
+        told = told or bool(app)
     ax.set_xlabel("training step")
     ax.set_ylabel("log2(loss scale)")
     ax.set_xlim(0, len(steps))
