@@ -11,7 +11,7 @@ import torch
 import traitlets
 
 from ampkit.fp8 import ALGOS, delayed_scales, fp8_max
-from ampkit.lessons.fp8_scaling import record_amax_run
+from ampkit.lessons.fp8_scaling import AmaxRecording, record_amax_run
 from ampkit.widgets.fp8 import MARGINS, AmaxHistoryExplorer, explorer_state, readout_html, run_code, run_decode
 
 
@@ -65,14 +65,10 @@ def test_run_code_round_trips():
     assert run_code([5, 6, 7, 7, 7, 7]) == "5+3 7*3" and run_code([]) == ""
 
 
-def test_random_settings_sent_equal_the_engine(rec, view):
-    """For random settings (every control), what the page selects — the line of the largest value the delayed scale
-    keeps, just-in-time's, the saturating steps and the readout — equals explorer_state's."""
-    rng = random.Random(30)
-    sent = view.states
-    keys = [(t, rng.randint(1, rec.steps), rng.choice(ALGOS), rng.choice(MARGINS)) for t in rec.amax
-            for _ in range(150)]
-    keys += [(t, h, a, m) for t in rec.amax for h in (1, rec.steps) for a in ALGOS for m in (0, MARGINS[-1])]
+def assert_sent_is_the_engines(view: AmaxHistoryExplorer, keys: list) -> None:
+    """For each setting, what the page selects — the line of the largest value the delayed scale keeps,
+    just-in-time's, the saturating steps and the readout — equals explorer_state's."""
+    sent, rec = view.states, view.rec
     for key in keys:
         s = explorer_state(rec, *key)
         sel = page_selection(sent, *key)
@@ -83,9 +79,34 @@ def test_random_settings_sent_equal_the_engine(rec, view):
         assert int(sel["n"]) == s.saturating_steps and (not sel["sat"] or int(sel["worst"]) == s.worst_step)
         assert page_readout(view.words(), sel, key[0], s.fmt, *key[1:], rec.steps) == text_of(readout_html(s)), key
         t = sent["tensors"][key[0]]
-        assert [float(v) for v in t["amax"].split()] == pytest.approx(torch.log2(s.amax.double()).tolist(), abs=5e-4)
+        amax = [float(v) for v in t["amax"].split()]            # Python's float() reads "-inf", "inf", "nan"
+        want = torch.log2(s.amax.double()).tolist()
+        assert [str(a) for a in amax if not math.isfinite(a)] == [str(a) for a in want if not math.isfinite(a)]
+        assert [a for a in amax if math.isfinite(a)] == pytest.approx([a for a in want if math.isfinite(a)],
+                                                                      abs=5e-4)
         lo, hi = t["ylim"]
         assert lo <= min(sel["kept"] + sel["jit"]) and max(sel["kept"] + sel["jit"]) <= hi
+
+
+def test_random_settings_sent_equal_the_engine(rec, view):
+    rng = random.Random(30)
+    keys = [(t, rng.randint(1, rec.steps), rng.choice(ALGOS), rng.choice(MARGINS)) for t in rec.amax
+            for _ in range(150)]
+    keys += [(t, h, a, m) for t in rec.amax for h in (1, rec.steps) for a in ALGOS for m in (0, MARGINS[-1])]
+    assert_sent_is_the_engines(view, keys)
+
+
+def test_an_amax_of_zero_inf_or_nan():
+    """Step 3's amax is 0 (the layer did not run), step 5's inf, step 7's NaN: every setting is still the engine's,
+    and the axis spans the finite values."""
+    vals = torch.rand(12, 64, generator=torch.Generator().manual_seed(0))
+    vals[3], vals[5, -1], vals[7, -1] = 0.0, float("inf"), float("nan")
+    vals = vals.sort(dim=1).values
+    odd = AmaxRecording(amax={"activation": vals[:, -1].clone()}, values={"activation": vals},
+                        formats={"activation": "e4m3"}, spikes={}, grad_spikes={})
+    view = AmaxHistoryExplorer(odd, history_len=2)
+    assert view.states["tensors"]["activation"]["amax"].split()[3::2][:3] == ["-inf", "inf", "nan"]
+    assert_sent_is_the_engines(view, [("activation", h, a, m) for h in range(1, 13) for a in ALGOS for m in MARGINS])
 
 
 def test_controls_select_the_engines_state(rec, view):

@@ -206,7 +206,8 @@ def _tensor_sweep(rec: AmaxRecording, name: str, margins: tuple[int, ...],
     top = math.log2(fp8_max(fmt))
     series: dict[str, int] = {}
     kept, pick, jit, readout = [], [], [], []
-    lo, hi = min(_log2(amax)), max(_log2(amax))
+    finite = [v for v in _log2(amax) if math.isfinite(v)] or [0.0]     # an amax of 0, inf or NaN: drawn at an edge
+    lo, hi = min(finite), max(finite)
     for m in margins:
         values: dict[float, int] = {}     # the distinct scales at this margin, in the order of first use
         entries: dict[int, str] = {}
@@ -236,7 +237,8 @@ def _tensor_sweep(rec: AmaxRecording, name: str, margins: tuple[int, ...],
         kept.append(" ".join(f"{v:.3f}" for v in logs))
         pick.append({algo: run_code(ids) for algo, ids in by_algo.items()})
         readout.append(";".join(entries.get(i, "") for i in range(len(series))))
-    return {"fmt": fmt, "fmt_max": f"{fp8_max(fmt):g}", "amax": " ".join(f"{v:.3f}" for v in _log2(amax)),
+    return {"fmt": fmt, "fmt_max": f"{fp8_max(fmt):g}",
+            "amax": " ".join(f"{v:.3f}" for v in _log2(amax)),     # an amax of 0, inf, NaN: "-inf", "inf", "nan"
             "ylim": [math.floor(lo) - 1, math.ceil(hi) + 1], "series": list(series), "kept": kept, "pick": pick,
             "jit": jit, "readout": readout}
 

@@ -39,14 +39,28 @@ def _recording():
         torch.set_num_threads(threads)
 
 
-def expected(tensor: str, history: int, algo: str, margin: int) -> dict:
+def odd_recording():
+    """12 steps of 64 values; the amax of step 3 is 0 (the layer did not run), of step 5 inf, of step 7 NaN."""
+    import torch
+
+    from ampkit.lessons.fp8_scaling import AmaxRecording
+
+    vals = torch.rand(12, 64, generator=torch.Generator().manual_seed(0))
+    vals[3], vals[5, -1], vals[7, -1] = 0.0, float("inf"), float("nan")
+    vals = vals.sort(dim=1).values                    # NaN sorts last
+    amax = vals[:, -1].clone()
+    return AmaxRecording(amax={"activation": amax}, values={"activation": vals}, formats={"activation": "e4m3"},
+                         spikes={}, grad_spikes={})
+
+
+def expected(tensor: str, history: int, algo: str, margin: int, rec=None) -> dict:
     """What the page must show for the setting, from the engine."""
     import torch
 
     from ampkit.fp8 import fp8_max
     from ampkit.widgets.fp8 import explorer_state, readout_html
 
-    s = explorer_state(_recording(), tensor, history, algo, margin)
+    s = explorer_state(rec or _recording(), tensor, history, algo, margin)
     top = fp8_max(s.fmt)
     return {"state": f"{tensor},{history},{algo},{margin}",
             "readout": html.unescape(re.sub(r"<[a-z/][^>]*>", "", readout_html(s))),
@@ -70,9 +84,12 @@ def shown(page) -> dict:
         const rings = [...svg.querySelectorAll('.ampkit-amax-sat')].map(c => [Number(c.dataset.step),
                                                                              Number(c.getAttribute('cy'))]);
         const bands = [...svg.querySelectorAll('.ampkit-amax-band')].map(r => Number(r.dataset.step));
-        const dots = [...svg.querySelectorAll('.ampkit-amax-dots circle')].map(c => Number(c.getAttribute('cy')));
+        const dots = [...svg.querySelectorAll('.ampkit-amax-dots circle')].map(c => [Number(c.dataset.step),
+                                                                                    Number(c.getAttribute('cy'))]);
+        const odd = [...svg.querySelectorAll('.ampkit-amax-odd')].map(t => [Number(t.dataset.step), t.textContent,
+                                                                            Number(t.getAttribute('y'))]);
         const box = ['lo', 'hi', 'y0', 'y1'].map(k => Number(svg.dataset[k]));
-        return {state: svg.dataset.state, keptY, jitY, rings, bands, dots, box,
+        return {state: svg.dataset.state, keptY, jitY, rings, bands, dots, odd, box,
                 worst: svg.querySelector('.ampkit-amax-worst').textContent,
                 readout: v.querySelector('.ampkit-amax-readout').textContent,
                 ranges: [...v.querySelectorAll('input[type=range]')].map(r => r.value),
@@ -80,9 +97,9 @@ def shown(page) -> dict:
     }""", VIEW)
 
 
-def check(page, tensor: str, history: int, algo: str, margin: int) -> None:
+def check(page, tensor: str, history: int, algo: str, margin: int, rec=None) -> None:
     """Wait for the view to reach the setting, then compare what it draws and reads out with the engine's."""
-    want = expected(tensor, history, algo, margin)
+    want = expected(tensor, history, algo, margin, rec)
     page.wait_for_function("([sel, s]) => document.querySelector(sel)?.dataset.state === s",
                            arg=[PLOT, want["state"]], timeout=30_000)
     got = shown(page)
@@ -92,12 +109,20 @@ def check(page, tensor: str, history: int, algo: str, margin: int) -> None:
     key = want["state"]
     assert got["readout"] == want["readout"], key
     assert [r[0] for r in got["rings"]] == want["sat"] and got["bands"] == want["sat"], key
+    edge = {-math.inf: y1}                                              # an amax of 0 at the bottom, inf/NaN on top
     for step, cy in got["rings"]:
-        assert log2(cy) == pytest.approx(want["amax"][step], abs=tol), key
+        a = want["amax"][step]
+        assert (log2(cy) == pytest.approx(a, abs=tol)) if math.isfinite(a) else cy == edge.get(a, y0), key
     assert [log2(y) for y in got["keptY"]] == pytest.approx(want["kept"], abs=tol), key
     assert [log2(y) for y in got["jitY"]] == pytest.approx(want["jit"], abs=tol), key
-    assert [log2(y) for y in got["dots"]] == pytest.approx(want["amax"], abs=tol), key
-    assert lo <= min(want["kept"] + want["jit"] + want["amax"]) and max(want["kept"] + want["jit"]) <= hi
+    finite = [i for i, a in enumerate(want["amax"]) if math.isfinite(a)]
+    assert [d[0] for d in got["dots"]] == finite, key
+    assert [log2(d[1]) for d in got["dots"]] == pytest.approx([want["amax"][i] for i in finite], abs=tol), key
+    odd = {-math.inf: "0", math.inf: "inf"}
+    assert [o[:2] for o in got["odd"]] == [[i, odd.get(a, "nan")] for i, a in enumerate(want["amax"])
+                                           if not math.isfinite(a)], key
+    assert lo <= min(want["kept"] + want["jit"] + [want["amax"][i] for i in finite])
+    assert max(want["kept"] + want["jit"] + [want["amax"][i] for i in finite]) <= hi
     worst = re.search(r"worst step (\d+): (.+?) of its values saturated", want["readout"])
     assert got["worst"] == (f"step {worst[1]}: {worst[2]} saturated" if worst else ""), key
     assert (int(worst[1]) if worst else None) == want["worst"], key
@@ -172,4 +197,32 @@ def test_explorer_moves_without_a_kernel(lab):
     _press(page, "input.ampkit-amax-margin", "End")
     check(page, "gradient", len(_recording().amax["gradient"]), shown(page)["state"].split(",")[2], 8)
     assert not math.isnan(shown(page)["box"][0])
+    lab.assert_clean(page)
+
+
+def test_an_amax_of_zero_inf_or_nan_is_marked(lab):
+    """A recording whose amax is 0 at one step, inf at another and NaN at a third (run in a notebook of its own):
+    the view marks them on the plot's edges ("0" below, "inf" and "nan" above), breaks the amax line there, and the
+    readout and every line still equal the engine's."""
+    import inspect
+
+    import nbformat
+
+    source = (f"from ampkit.widgets import AmaxHistoryExplorer\n\n{inspect.getsource(odd_recording)}\n\n"
+              "AmaxHistoryExplorer(odd_recording(), history_len=2)")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]),
+                   lab.server.root / "odd_amax.ipynb")
+    page = lab.open_and_run("odd_amax.ipynb")
+    rec = odd_recording()
+    page.locator(PLOT).first.scroll_into_view_if_needed()
+    check(page, "activation", 2, "max", 0, rec)
+    assert [o[1] for o in shown(page)["odd"]] == ["0", "inf", "nan"]
+    lab.screenshot(page, "06_fp8_scaling-explorer-odd-amax", near=PLOT)
+    recent = "button.ampkit-amax-algo[data-value='most_recent']"
+    for selector, key, setting in (("input.ampkit-amax-history", "End", (12, "max", 0)),
+                                   (recent, "Enter", (12, "most_recent", 0)),
+                                   ("input.ampkit-amax-margin", "ArrowRight", (12, "most_recent", 1)),
+                                   ("input.ampkit-amax-history", "Home", (1, "most_recent", 1))):
+        _press(page, selector, key)
+        check(page, "activation", *setting, rec)
     lab.assert_clean(page)

@@ -86,7 +86,8 @@ function render({ model, el }) {
               h("label", { class: "ampkit-control" }, h("span", {}, text.margin), marginIn, marginOut),
               readout, plot));
 
-  let shownTensor = null, Y = null;
+  let shownTensor = null, Y = null, amax = [];
+  const yOf = (l) => (Number.isFinite(l) ? Y(l) : l === -Infinity ? BOX.y1 : BOX.y0);   // 0 below, inf / NaN above
 
   function drawTensor(name) {         // the axes, the amax series, the title and the legend of a tensor
     const t = states.tensors[name];
@@ -104,7 +105,8 @@ function render({ model, el }) {
                   svg("text", { x: BOX.x0 - 7, y: Y(k) + 5, "text-anchor": "end" },
                       "2", svg("tspan", { dy: -6, "font-size": 10 }, String(k))));
     }
-    for (let s = 0; s < steps; s += 20) {
+    const tick = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].find((k) => steps / k <= 8) ?? Math.ceil(steps / 8);
+    for (let s = 0; s < steps; s += tick) {
       axes.append(svg("line", { x1: X(s), x2: X(s), y1: BOX.y1, y2: BOX.y1 + 4, stroke: "#24292f" }),
                   svg("text", { x: X(s), y: BOX.y1 + 18, "text-anchor": "middle" }, String(s)));
     }
@@ -112,9 +114,15 @@ function render({ model, el }) {
     axes.append(svg("text", { x: (BOX.x0 + BOX.x1) / 2, y: BOX.y1 + 36, "text-anchor": "middle" }, text.xlabel),
                 svg("text", { x: 18, y: yMid, "text-anchor": "middle", transform: `rotate(-90 18 ${yMid})` },
                     text.ylabel));
-    const amax = t.amax.split(" ").map(Number);
-    amaxLine.setAttribute("d", amax.map((l, s) => `${s ? "L" : "M"}${X(s).toFixed(2)},${Y(l).toFixed(2)}`).join(""));
-    amaxDots.replaceChildren(...amax.map((l, s) => svg("circle", { cx: X(s), cy: Y(l), r: 2.2, "data-step": s })));
+    amax = t.amax.split(" ").map((w) => (w === "inf" ? Infinity : w === "-inf" ? -Infinity : Number(w)));
+    // the line joins the steps with a finite amax; an amax of 0 is marked "0" on the bottom edge, inf and NaN on top
+    amaxLine.setAttribute("d", amax.map((l, s) => (Number.isFinite(l)
+      ? `${s && Number.isFinite(amax[s - 1]) ? "L" : "M"}${X(s).toFixed(2)},${Y(l).toFixed(2)}` : "")).join(""));
+    amaxDots.replaceChildren(...amax.map((l, s) => (Number.isFinite(l)
+      ? svg("circle", { cx: X(s), cy: Y(l), r: 2.2, "data-step": s })
+      : svg("text", { class: "ampkit-amax-odd", x: X(s), y: l === -Infinity ? BOX.y1 - 4 : BOX.y0 + 12,
+                      "text-anchor": "middle", "font-size": 11, "data-step": s,
+                      fill: l === -Infinity ? status.neutral : status.bad }, l === -Infinity ? "0" : pyRepr(l)))));
     keptLine.setAttribute("stroke", dtype[t.fmt]);
     title.textContent = fillText(text.title, { tensor: name, fmt: t.fmt });
     const items = [           // two columns: the delayed scale's lines on the left, the amax and the marks right
@@ -161,16 +169,17 @@ function render({ model, el }) {
     }
     keptLine.setAttribute("d", path(s.kept));
     jitLine.setAttribute("d", s.jit.map((l, i) => `${i ? "L" : "M"}${X(i).toFixed(2)},${Y(l).toFixed(2)}`).join(""));
-    const amax = t.amax.split(" ").map(Number), w = X(1) - X(0);
+    const w = X(1) - X(0);
     bands.replaceChildren(...s.sat.map((i) => svg("rect", { class: "ampkit-amax-band", "data-step": i, x: X(i) - w / 2,
                                                           y: BOX.y0, width: w, height: BOX.y1 - BOX.y0,
                                                           fill: status.bad, opacity: 0.15 })));
     marks.replaceChildren(...s.sat.map((i) => svg("circle", { class: "ampkit-amax-sat", "data-step": i, cx: X(i),
-                                                            cy: Y(amax[i]), r: 6 })));
+                                                            cy: yOf(amax[i]), r: 6 })));
     if (s.sat.length) {
       const i = Number(s.worst), x = Math.min(Math.max(X(i), BOX.x0 + 90), BOX.x1 - 90);
       worstLabel.setAttribute("x", x);
-      worstLabel.setAttribute("y", Math.max(Y(amax[i]) - 12, BOX.y0 + 14));
+      const y = yOf(amax[i]);                                   // above the ring, or below it at the top
+      worstLabel.setAttribute("y", y - 12 >= BOX.y0 + 28 ? y - 12 : y + 24);
       worstLabel.setAttribute("text-anchor", "middle");
       worstLabel.textContent = fillText(text.worst_mark, { step: s.worst, pct: s.worstPct });
     } else worstLabel.textContent = "";
