@@ -16,7 +16,8 @@ module          notebook: what it holds
 ``train``       02: :class:`LiveLossPlot` (the live loss plot of a training run)
 ``scaling``     03: :class:`VisualLossScaler`
 ``replay``      03: :class:`ScalerReplay` (a dynamic scaler replayed, every preset overlaid), :data:`PRESET_STYLES`
-``sinking``     04: :class:`SinkTimeline`, :func:`gantt_figure`, :func:`measured_figure`
+``sinking``     04: :func:`gantt_figure`, :func:`measured_figure`; ``sink_timeline``: :class:`SinkTimeline` (the
+                simulated timeline of a sink setting, drawn in the browser)
 ``amp_doctor``  05: :class:`AmpDoctor`, :func:`headroom_figure`, :func:`scales_figure`
 ``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history)
 ``fp8_blocks``  06: :class:`BlockScalingExplorer` (MX blocks and fp32 tiles)
@@ -45,7 +46,8 @@ from ampkit.widgets.precision import OLevelPicker
 from ampkit.widgets.range_map import RangeMap
 from ampkit.widgets.replay import PRESET_STYLES, ScalerReplay
 from ampkit.widgets.scaling import VisualLossScaler
-from ampkit.widgets.sinking import SinkTimeline, gantt_figure, measured_figure
+from ampkit.widgets.sink_timeline import SinkTimeline
+from ampkit.widgets.sinking import gantt_figure, measured_figure
 from ampkit.widgets.start import RoundingSlider, device_speed_figure
 from ampkit.widgets.style import (
     BAND_COLOURS,
