@@ -227,6 +227,8 @@ def test_replay_moves_without_a_kernel(lab):
     check(page, (16, 8, 0.5, 1), presets, True)
     move(page, 3, ["ArrowRight"] * 2)
     check(page, (16, 8, 0.5, 3), presets, True, exact=False)
+    assert page.evaluate("(sel) => document.querySelector(sel).closest('.jupyter-widgets-disconnected') !== null",
+                         VIEW)                           # how the page knows at once that no kernel will answer
     lab.screenshot(page, "03_loss_scaling-replay-uncomputed", near=PLOT)
     move(page, 1, ["ArrowLeft"] * 3)                    # back to one control away: drawn again, no line
     check(page, (16, 5, 0.5, 3), presets, True)

@@ -277,9 +277,11 @@ function render({ model, el }) {
 
   function set(name, value) {
     model.set(name, value);
-    const kernel = saveChanges(model);
+    // no kernel (nothing to send to, or a saved view JupyterLab marks disconnected): the line at once; a kernel
+    // that does not answer within 2 s: the line then
+    const kernel = saveChanges(model) && !el.closest(".jupyter-widgets-disconnected");
     clearTimeout(timer);
-    late = !kernel;          // no kernel: the line at once; a kernel that does not answer within 2 s: the line then
+    late = !kernel;
     if (kernel) timer = setTimeout(() => { late = true; draw(); }, 2000);
     draw();
   }
