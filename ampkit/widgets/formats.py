@@ -54,6 +54,7 @@ FIELD_COLOURS = {"sign": ("#fde2e2", "#cf222e"), "exponent": ("#dbe9fb", "#0969d
 #: The slider: log2|value| from -150 to 129 in steps of 0.01 (every fp32 magnitude, subnormals and overflow included).
 LOG_MIN, LOG_MAX, LOG_STEP = -150.0, 129.0, 0.01
 _KINDS = (mark("zero"), mark("subnormal"), mark("normal"), "inf", "nan")
+_FIELDS = (mark("sign"), mark("exponent"), mark("mantissa"))
 _FIELD = re.compile(r"\{(\w+)(![rsa])?(?::([^{}]*))?\}")
 
 
@@ -288,7 +289,7 @@ class FloatExplorer(FrontView):
         return {"value": tr("value"), "slider": tr("|value| (log scale)"), "bits": tr("bits:"),
                 "click": tr("(click a bit to flip it)"),
                 "kernel": tr("run the notebook to compute this on your machine (Python's ** rounds this power)"),
-                "fields": {k: tr(k) for k in ("sign", "exponent", "mantissa")},
+                "fields": {k: tr(k) for k in _FIELDS},
                 "flip": tr("{fmt} bit {pos} ({field}): click to flip"), "head": _head(),
                 "kinds": {k: tr(k) for k in _KINDS}, "verdicts": {v: tr(v) for v in VERDICT_COLOURS},
                 "errors": {"empty": tr("type a number, e.g. 0.1, 1e-8, -0, inf, nan, 2^-24"),

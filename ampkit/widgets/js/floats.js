@@ -313,9 +313,10 @@ function short(x) {
 
 const CSS = `
 .ampkit-explorer .ampkit-bits-row { display: flex; align-items: center; margin: 2px 0; white-space: nowrap; }
-.ampkit-explorer .ampkit-bits-label { display: inline-block; width: 5.5em; }
+.ampkit-explorer .ampkit-bits-label { display: inline-block; width: 5.5em; flex: none; }
 .ampkit-explorer .ampkit-cell { width: 1.45em; height: 1.8em; padding: 0; margin: 0; border: 1px solid white;
-  border-radius: 3px; font-family: var(--jp-code-font-family, monospace); font-size: 0.95em; cursor: pointer; }
+  border-radius: 3px; font-family: var(--jp-code-font-family, monospace); font-size: 0.95em; cursor: pointer;
+  flex: none; }
 .ampkit-explorer .ampkit-cell:focus-visible { outline: 2px solid #24292f; outline-offset: 1px; }
 .ampkit-explorer .ampkit-formula { margin-left: 0.6em; color: #57606a; }
 .ampkit-explorer td { white-space: nowrap; }
