@@ -120,7 +120,7 @@ function render({ model, el }) {
       ? `${s && Number.isFinite(amax[s - 1]) ? "L" : "M"}${X(s).toFixed(2)},${Y(l).toFixed(2)}` : "")).join(""));
     amaxDots.replaceChildren(...amax.map((l, s) => (Number.isFinite(l)
       ? svg("circle", { cx: X(s), cy: Y(l), r: 2.2, "data-step": s })
-      : svg("text", { class: "ampkit-amax-odd", x: X(s), y: l === -Infinity ? BOX.y1 - 4 : BOX.y0 + 12,
+      : svg("text", { class: "ampkit-amax-odd", x: X(s), y: l === -Infinity ? BOX.y1 - 4 : BOX.y0 + 24,
                       "text-anchor": "middle", "font-size": 11, "data-step": s,
                       fill: l === -Infinity ? status.neutral : status.bad }, l === -Infinity ? "0" : pyRepr(l)))));
     keptLine.setAttribute("stroke", dtype[t.fmt]);
@@ -179,7 +179,7 @@ function render({ model, el }) {
       const i = Number(s.worst), x = Math.min(Math.max(X(i), BOX.x0 + 90), BOX.x1 - 90);
       worstLabel.setAttribute("x", x);
       const y = yOf(amax[i]);                                   // above the ring, or below it at the top
-      worstLabel.setAttribute("y", y - 12 >= BOX.y0 + 28 ? y - 12 : y + 24);
+      worstLabel.setAttribute("y", y - 12 >= BOX.y0 + 28 ? y - 12 : y + 44);
       worstLabel.setAttribute("text-anchor", "middle");
       worstLabel.textContent = fillText(text.worst_mark, { step: s.worst, pct: s.worstPct });
     } else worstLabel.textContent = "";
