@@ -277,6 +277,8 @@ def test_range_map_bad_input():
         RangeMap(("fp16",)).set_scale(2.0)
     with pytest.raises(ValueError, match="supported formats"):
         FloatExplorer(fmts=("fp16", "float17"))
+    with pytest.raises(TypeError, match="use parse_value"):
+        FloatExplorer(show_map=False).set_value("0.1")
 
 
 def test_range_map_lives_in_its_own_module_and_imports_from_both():

@@ -22,9 +22,9 @@ verdict it computed and fills in the value (``.3g``) and the relative error (``.
 arithmetic test hold the result equal to ``explain()`` on random values (a change to explain's words or cases
 fails them).
 
-The range map is its own view (:class:`RangeMap`), rendered inside the explorer through anywidget's host (the
-explorer's ``range_map`` trait names the map's model; the page asks anywidget's ``host`` for that view and model), and the page moves the map's
-marker itself when the value changes, so the saved notebook moves both with no kernel; with a kernel,
+The range map is its own view (:class:`RangeMap`), rendered inside the explorer through anywidget's ``host`` (the
+explorer's ``range_map`` trait names the map's model; the page asks the host for that view and model), and the page
+moves the map's marker itself when the value changes, so the saved notebook moves both with no kernel; with a kernel,
 :meth:`FloatExplorer.set_value` moves the Python map too. The still picture (:meth:`FloatExplorer.still`, for
 renderers without JavaScript) is the bits, the table and the notes as HTML, and the map's picture.
 """
@@ -38,8 +38,18 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
-from ampkit.formats import FORMATS, Decomposition, decompose, explain, format_name, from_bits, info, parse_value, \
-    toggle_bit
+from ampkit.formats import (
+    FORMATS,
+    Decomposition,
+    decompose,
+    explain,
+    format_name,
+    from_bits,
+    info,
+    parse_value,
+    toggle_bit,
+)
+from ampkit.formats.parse import real_value
 from ampkit.formats.registry import cast
 from ampkit.i18n import mark, tr
 from ampkit.widgets.front import VERDICT_COLOURS, FrontView, format_limits
@@ -273,9 +283,9 @@ class FloatExplorer(FrontView):
     log_step = traitlets.Float(LOG_STEP).tag(sync=True)
     range_map = traitlets.Instance(RangeMap, allow_none=True).tag(sync=True, **W.widget_serialization)
 
-    def __init__(self, value: float = 0.1, fmts=tuple(FORMATS), show_map: bool = True):
+    def __init__(self, value: float = 0.1, fmts: tuple[str, ...] | list[str] = tuple(FORMATS), show_map: bool = True):
         self.fmts = [format_name(f) for f in fmts]
-        self.value = float(value)
+        self.value = real_value(value)
         self.state: dict[str, Decomposition] = {}
         self._syncing = False
         super().__init__(formats=explorer_formats(self.fmts), field_colours={k: list(v) for k, v in
@@ -329,7 +339,7 @@ class FloatExplorer(FrontView):
     def set_value(self, value: float, keep: dict[str, Decomposition] | None = None) -> None:
         """Show ``value`` in every format (``keep``: one flipped decomposition to show as it is, e.g. a NaN)."""
         flipped = next(({"fmt": d.fmt, "pattern": d.pattern} for d in keep.values()), {}) if keep else {}
-        self._show(float(value), flipped)
+        self._show(real_value(value), flipped)
         self._syncing = True
         try:
             with self.hold_sync():

@@ -38,8 +38,9 @@ DESCRIBE = """(d) => [d.sign + d.exponent + d.mantissa, d.kind, __fl.pyRepr(d.st
 def fl(browser):
     page = browser.new_page()
     page.set_content("<html><body></body></html>")
-    page.add_script_tag(type="module", content=esm("floats") + "\nwindow.__fl = {explore, decode, flipBit, notesFor, "
-                        f"parseTyped, typedError, pyRepr, fromRepr, formula, pyE, pyG}};\nwindow.__describe = {DESCRIBE};\n")
+    names = "explore, decode, flipBit, notesFor, parseTyped, typedError, pyRepr, fromRepr, formula, pyE, pyG"
+    page.add_script_tag(type="module", content=esm("floats") + f"\nwindow.__fl = {{{names}}};\n"
+                        f"window.__describe = {DESCRIBE};\n")
     page.wait_for_function("window.__fl !== undefined")
     yield page
     page.close()
@@ -116,9 +117,9 @@ def _texts() -> list[str]:
         if k < 0.3:
             out.append(repr(rng.uniform(-1e6, 1e6) * 10 ** rng.randint(-30, 30)))
         elif k < 0.5:
-            out.append(f"{rng.choice(['', '-', '+', ' - '])}{rng.choice(['2', '10', '3', '1.5', '0.5', '7.25', '0', '16'])}"
-                       f"{rng.choice(['^', '**', ' ^ '])}{rng.choice(['', '('])}{rng.randint(-60, 60)}"
-                       f"{rng.choice(['', ')'])}")
+            base = rng.choice(['2', '10', '3', '1.5', '0.5', '7.25', '0', '16'])
+            sign, power = rng.choice(['', '-', '+', ' - ']), rng.choice(['^', '**', ' ^ '])
+            out.append(f"{sign}{base}{power}{rng.choice(['', '('])}{rng.randint(-60, 60)}{rng.choice(['', ')'])}")
         elif k < 0.65:
             out.append(float.hex(rng.uniform(-1, 1) * 2.0 ** rng.randint(-1080, 1030)) if rng.random() < 0.8
                        else f"0x{rng.randrange(1 << 40):x}p{rng.randint(-1100, 1100)}")
