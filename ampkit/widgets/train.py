@@ -71,6 +71,8 @@ class LiveLossPlot(FrontView):
         self._auto_colour = colour is None
         self._words: list[str] = []        # the points sent so far
         self._drawn = -1                   # how many steps the page was sent
+        self._history: History | None = None
+        self._bad: int | None = None       # the first non-finite step sent
         self.sent: list[dict[str, Any]] = []
         super().__init__(title=title or tr("training loss"), colour=colour or "",
                          reference=" ".join(loss_words(reference)) if reference else "")
@@ -95,7 +97,7 @@ class LiveLossPlot(FrontView):
         if history.steps != self._drawn:
             self.update(history)
         self.losses = " ".join(self._words)
-        self.bad = -1 if (b := nonfinite_at(history.losses)) is None else b
+        self.bad = -1 if self._bad is None else self._bad
         if self._handle is not None:   # the still picture beside the view: the whole run
             from ampkit.widgets import snapshot
 
@@ -107,11 +109,20 @@ class LiveLossPlot(FrontView):
             self.title = tr("{run}: training loss, live", run=level_label(history.level, history.dtype))
         if self._auto_colour:
             self.dtype_key = "fp32" if history.level == "O0" else short_name(history.dtype)
-        words = loss_words(history.losses)
-        start = len(self._words) if words[:len(self._words)] == self._words else 0
-        msg = {"type": "points", "start": start, "losses": " ".join(words[start:]),
-               "bad": nonfinite_at(history.losses)}
-        self._words = words
+        n = len(self._words)
+        if history is self._history and history.steps >= n:   # the same run, grown: print only its new points
+            start, new = n, loss_words(history.losses[n:])
+        else:
+            words = loss_words(history.losses)
+            start = n if words[:n] == self._words else 0
+            new = words[start:]
+        if self._bad is None or start <= self._bad:
+            self._bad = nonfinite_at(history.losses[start:])
+            self._bad = None if self._bad is None else self._bad + start
+        msg = {"type": "points", "start": start, "losses": " ".join(new), "bad": self._bad}
+        del self._words[start:]
+        self._words.extend(new)
+        self._history = history
         self._drawn = history.steps
         self.sent.append(msg)
         self.send(msg)

@@ -172,8 +172,40 @@ def test_olevel_picker_and_live_plot_run(lab):
     lab.assert_clean(page)
 
 
+def open_saved(lab, notebook: str, timeout_ms: int = 120_000):
+    """lab.open_saved, scrolling down the notebook while no view is drawn yet: JupyterLab lays out the cells it
+    shows first, and notebook 02's first view (cell 21) is far down (lab.open_saved timed out once in three runs
+    on a busy machine, with only the top of the notebook laid out)."""
+    import shutil
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    saved = lab.server.root / f"saved-{notebook}"
+    shutil.copyfile(Path(__file__).resolve().parents[2] / "notebooks" / notebook, saved)
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(saved)], env=lab.server.env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    context = lab.browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    lab._pages.append(page)
+    page.on("console", lambda msg: lab._on_console(saved.name, msg))
+    page.on("pageerror", lambda exc: lab.console_errors.append(f"{saved.name}: page error: {exc}"))
+    page.set_default_timeout(30_000)
+    page.goto(f"{lab.server.url}/lab/tree/{saved.name}?token={lab.server.token}&reset")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="attached")
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not page.locator(VIEW).count():
+        assert time.monotonic() < deadline, "the saved notebook's O-level picker was never drawn"
+        page.evaluate("""() => { const s = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')
+                                       ?? document.querySelector('.jp-NotebookPanel .jp-Notebook');
+                                 if (s) s.scrollTop += s.clientHeight; }""")
+        page.wait_for_timeout(300)
+    return page
+
+
 def test_olevel_picker_and_live_plot_without_kernel(lab):
-    page = lab.open_saved(NOTEBOOK)
+    page = open_saved(lab, NOTEBOOK)
     check_live_plot(page)
     page.locator(VIEW).first.scroll_into_view_if_needed()
     check(page, "O0", "bf16", live=False)
@@ -199,4 +231,63 @@ def test_olevel_picker_and_live_plot_without_kernel(lab):
     page.locator(VIEW + " button.ampkit-olevel-run-all").first.click()    # nothing to ask: the line again
     lab.wait_for_text(page, STATUS, "run the notebook to compute this on your machine", timeout_ms=10_000)
     lab.screenshot(page, "02_autocast_and_levels-no-kernel", near=VIEW)
+    lab.assert_clean(page)
+
+
+STREAM_CELL = """import time
+from ampkit.train import History
+from ampkit.widgets import LiveLossPlot
+
+plot = LiveLossPlot("streamed", every=1)
+hist = History("O1", "bfloat16")
+for step in range(8):
+    time.sleep(0.6)
+    hist.losses.append(float("nan") if step == 6 else 1.0 / (step + 1))
+    plot(step, hist)
+plot.on_train_end(hist)
+"""
+# records every value of the loss plot's data-n (how many points it drew) as the page draws it
+RECORD_JS = """window.__ampkitDrawn = [];
+new MutationObserver((changes) => { for (const c of changes) {
+    if (c.target.classList && c.target.classList.contains('ampkit-loss-plot'))
+      window.__ampkitDrawn.push(c.target.getAttribute('data-n')); } })
+  .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-n']});"""
+
+
+class _Recording:
+    """The session's browser, whose new pages record the loss plot's draws from their first script on."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def new_context(self, **kwargs):
+        context = self._browser.new_context(**kwargs)
+        context.add_init_script(RECORD_JS)
+        return context
+
+
+def test_live_loss_plot_streams_points(lab):
+    """A run of 8 slow steps: the page draws the points as they come (1, 2, ... of them), not only at the end; the
+    step the engine found non-finite is marked; the whole curve is the state when the run ends."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(STREAM_CELL)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(lab.server.root / "stream-02.ipynb"))
+    lab.browser = _Recording(lab.browser)
+    page = lab.open_and_run("stream-02.ipynb", timeout_ms=120_000)
+    page.wait_for_function("() => document.querySelector('.jp-OutputArea svg.ampkit-loss-plot')"
+                           "?.getAttribute('data-n') === '8'", timeout=30_000)
+    drawn = [int(n) for n in dict.fromkeys(page.evaluate("() => window.__ampkitDrawn"))]
+    assert drawn[-1] == 8 and len([n for n in drawn if 0 < n < 8]) >= 3, drawn   # streamed, one step at a time
+    s = page.evaluate("""() => { const p = document.querySelector('.jp-OutputArea svg.ampkit-loss-plot');
+        return {d: p.querySelector('.ampkit-loss-run').getAttribute('d'), xmax: Number(p.getAttribute('data-xmax')),
+                ytop: Number(p.getAttribute('data-ytop')),
+                nan: p.querySelector('.ampkit-loss-nan')?.getAttribute('data-step')}; }""")
+    losses = [float("nan") if step == 6 else 1.0 / (step + 1) for step in range(8)]
+    assert_curve(points(s["d"], LIVE_BOX, s["xmax"], s["ytop"]), losses, s["ytop"])
+    assert s["nan"] == "6"
+    page.locator(".jp-OutputArea svg.ampkit-loss-plot").first.evaluate("(e) => e.scrollIntoView({block: 'center'})")
+    lab.screenshot(page, "02_autocast_and_levels-streamed")
     lab.assert_clean(page)

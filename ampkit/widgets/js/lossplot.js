@@ -2,7 +2,8 @@
 // axes and units, the reference curve dashed and the first non-finite step marked. Points STREAM in: each update of
 // the run is a message with only the new points ({start, losses: Python's repr words, bad: the engine's first
 // non-finite step}); when the run ends the whole curve is the model's "losses" (the saved state), which replaces
-// what the messages built. Nothing is decided here: which steps are non-finite is the engine's "bad".
+// what the messages built (and fills the gap of points sent before the view was drawn). Nothing is decided here:
+// which steps are non-finite is the engine's "bad".
 // parseLosses, ticks and linePath are the same small helpers as js/olevel.js's (kit.js is shared and not edited).
 
 const W = 700, H = 300, M = { left: 64, right: 16, top: 34, bottom: 48 };
@@ -85,7 +86,8 @@ function render({ model, el }) {
       const yAt = last === undefined ? top / 2 : last;
       g.append(svg("text", { class: "ampkit-loss-nan", x: X(bad), y: Y(yAt) + 6, "text-anchor": "middle",
                              "font-size": 18, "font-weight": "bold", fill: status.bad, "data-step": bad }, "✕"),
-               svg("text", { x: X(bad) + 8, y: Y(yAt) - 8, fill: status.bad, "font-size": 13,
+               svg("text", { x: X(bad) + (X(bad) > W * 0.6 ? -10 : 8), y: Y(yAt) - 10, fill: status.bad,
+                             "text-anchor": X(bad) > W * 0.6 ? "end" : "start", "font-size": 13,
                              stroke: "#ffffff", "stroke-width": 4, "paint-order": "stroke" },
                    fillText(text.nonfinite, { step: bad })));
     }
@@ -100,8 +102,12 @@ function render({ model, el }) {
   }
 
   const onMsg = (msg) => {
-    if (msg.type !== "points" || msg.start > points.length) return;   // a gap: the final state fills it in
-    points = points.slice(0, msg.start).concat(parseLosses(msg.losses));
+    if (msg.type !== "points") return;
+    // points sent before this view was drawn are not here: left out (a gap in the line) until the run ends and
+    // the whole curve arrives as the model's state
+    const kept = points.slice(0, msg.start);
+    while (kept.length < msg.start) kept.push(undefined);
+    points = kept.concat(parseLosses(msg.losses));
     bad = msg.bad;
     draw();
   };

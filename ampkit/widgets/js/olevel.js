@@ -123,7 +123,8 @@ function render({ model, el }) {
                              "data-step": run.bad }),
                svg("text", { class: "ampkit-olevel-nan", x: X(at), y: Y(yAt) + 6, "text-anchor": "middle",
                              "font-size": 18, "font-weight": "bold", fill: status.bad }, "✕"),
-               svg("text", { x: X(at) + 10, y: Y(yAt) + 22, fill: status.bad, "font-size": 13,
+               svg("text", { x: X(at) + (X(at) > LW * 0.6 ? -10 : 10), y: Y(yAt) + 22, fill: status.bad,
+                             "text-anchor": X(at) > LW * 0.6 ? "end" : "start", "font-size": 13,
                              stroke: "#ffffff", "stroke-width": 4, "paint-order": "stroke" },
                    fillText(text.nonfinite, { label: run.label, step: run.bad })));
     }
