@@ -8,6 +8,7 @@ computes the timeline of each setting itself (the arithmetic against the engine:
   runs the kernel's calibration: the sliders take the measured costs, the status says them.
 - The saved notebook, opened and not run (no kernel): the same random moves, the same checks; "measure" says in one
   line that it needs the notebook run.
+- The same in the notebook's static HTML page (ampkit._nbexport: no kernel, no widget manager, nothing fetched).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ RANGES = [("sink_steps", 1, 32, 1, False), ("prep_us", 0, 4, 0.01, True), ("laun
 MODES = ("none", "data", "data+graph", "data+graph+loop")
 
 
-def shown(page) -> dict:
+def shown(page, view: str = VIEW) -> dict:
     """What the view shows: its setting and fixed costs (as Python's repr), bars, notes, readout cells, title."""
     return page.evaluate("""(sel) => {
         const v = document.querySelector(sel);
@@ -48,7 +49,7 @@ def shown(page) -> dict:
                 title: plot.querySelector('.ampkit-sink-title').textContent,
                 status: v.querySelector('.ampkit-sink-status').textContent,
                 pressed: [...v.querySelectorAll('.ampkit-sink-mode[aria-pressed=true]')].map(b => b.dataset.mode)};
-    }""", VIEW)
+    }""", view)
 
 
 def engine_view(got: dict):
@@ -91,11 +92,11 @@ def check_against_engine(got: dict) -> None:
     assert got["legend"] == 8
 
 
-def wait_for(page, expect: dict, timeout: float = 30.0) -> dict:
+def wait_for(page, expect: dict, timeout: float = 30.0, view: str = VIEW) -> dict:
     """Wait until the page shows the setting ``expect`` (log sliders: their value 10**exponent), then return it."""
     deadline = time.monotonic() + timeout
     while True:
-        got = shown(page)
+        got = shown(page, view)
         s = got["state"]
         ok = all((math.isclose(float(s[k]), v, rel_tol=1e-12) if isinstance(v, float) else
                   (s[k] == v if isinstance(v, (str, bool)) else float(s[k]) == v)) for k, v in expect.items())
@@ -110,26 +111,35 @@ def position(value: float, log: bool) -> float:
     return round(math.log10(value), 2) if log else value
 
 
-def random_moves(lab, page, rng: random.Random, expect: dict, moves: int) -> None:
+def press(page, index: int, key: str, presses: int = 1, view: str = VIEW) -> None:
+    """Focus the view's ``index``-th range input and press ``key`` ``presses`` times."""
+    handle = page.locator(f"{view} input[type=range]").nth(index)
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    for _ in range(presses):
+        handle.press(key)
+
+
+def random_moves(page, rng: random.Random, expect: dict, moves: int, view: str = VIEW) -> None:
     """Random keys on the sliders, clicks on the modes and the device checkbox; each state checked."""
     pos = {t: position(expect[t], log) for t, _lo, _hi, _st, log in RANGES}
     for _ in range(moves):
         r = rng.random()
         if r < 0.2:
             mode = rng.choice([m for m in MODES if m != expect["sink_mode"]])
-            page.locator(f"{VIEW} button.ampkit-sink-mode[data-mode='{mode}']").first.click()
+            page.locator(f"{view} button.ampkit-sink-mode[data-mode='{mode}']").first.click()
             expect["sink_mode"] = mode
         elif r < 0.3:
-            page.locator(f"{VIEW} input.ampkit-sink-async").first.click()
+            page.locator(f"{view} input.ampkit-sink-async").first.click()
             expect["device_async"] = not expect["device_async"]
         else:
             i = rng.randrange(len(RANGES))
             trait, lo, hi, st, log = RANGES[i]
             presses, key = rng.randint(1, 12 if log else 6), rng.choice(["ArrowRight", "ArrowLeft"])
-            lab.move_range(page, i, key, presses=presses)
+            press(page, i, key, presses, view)
             pos[trait] = round(min(hi, max(lo, pos[trait] + (presses if key == "ArrowRight" else -presses) * st)), 2)
             expect[trait] = 10 ** pos[trait] if log else int(pos[trait])
-        check_against_engine(wait_for(page, expect))
+        check_against_engine(wait_for(page, expect, view=view))
 
 
 START = {"sink_mode": "data+graph+loop", "sink_steps": 4, "op_count": 60, "device_async": True}
@@ -153,7 +163,7 @@ def test_sink_timeline_follows_every_control_and_measures(lab):
 
     expect = {**START, "sink_steps": 16, "prep_us": float(got["state"]["prep_us"]),
               "launch_us": float(got["state"]["launch_us"]), "op_us": float(got["state"]["op_us"])}
-    random_moves(lab, page, random.Random(3), expect, moves=10)
+    random_moves(page, random.Random(3), expect, moves=10)
 
     page.locator(f"{VIEW} button.ampkit-sink-measure").first.click()     # the kernel measures (the notebook's cal)
     lab.wait_for_text(page, VIEW + " .ampkit-sink-status", "measured on cpu")
@@ -174,7 +184,7 @@ def test_sink_timeline_moves_without_a_kernel(lab):
     got = wait_for(page, START)
     check_against_engine(got)
     expect = {**START, **{k: float(got["state"][k]) for k in ("prep_us", "launch_us", "op_us")}}
-    random_moves(lab, page, random.Random(11), expect, moves=14)
+    random_moves(page, random.Random(11), expect, moves=14)
     lab.move_range(page, 3, "End")                           # 400 ops per step: more events than bars (blocks)
     lab.move_range(page, 4, "Home")
     got = wait_for(page, {**expect, "op_count": 400, "op_us": 0.1})
@@ -186,3 +196,34 @@ def test_sink_timeline_moves_without_a_kernel(lab):
     lab.screenshot(page, "04_data_sinking-timeline-no-kernel-measure", near=VIEW + " .ampkit-sink-status")
     assert json.dumps(shown(page)["state"]) == json.dumps(got["state"])      # nothing else changed
     lab.assert_clean(page)
+
+
+def test_sink_timeline_moves_in_a_static_page(tmp_path, browser):
+    """The notebook exported by ampkit._nbexport (a file:// page, no kernel, no widget manager, every other request
+    refused): the view is drawn from the saved state, moves, and each state is the engine's; measure says the line."""
+    from ampkit._nbexport import write_html
+    from conftest import ROOT
+
+    out = tmp_path / "04.html"
+    write_html(ROOT / "notebooks" / NOTEBOOK, out)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors, refused = [], []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file://", "blob:", "data:"))
+               else (refused.append(route.request.url), route.abort()))
+    try:
+        page.goto(out.as_uri())
+        view = ".ampkit-sink"
+        page.wait_for_selector(view + " svg.ampkit-sink-plot")
+        got = wait_for(page, START, view=view)
+        check_against_engine(got)
+        expect = {**START, **{k: float(got["state"][k]) for k in ("prep_us", "launch_us", "op_us")}}
+        random_moves(page, random.Random(5), expect, moves=8, view=view)
+        page.locator(view + " button.ampkit-sink-measure").click()
+        page.wait_for_function("(sel) => document.querySelector(sel).textContent.includes('run the notebook')",
+                               arg=view + " .ampkit-sink-status", timeout=10_000)
+        assert page.locator(".ampkit-static-view img").count() == 0           # the still picture replaced
+        assert not errors and not refused, (errors, refused)
+    finally:
+        page.close()
