@@ -312,13 +312,15 @@ function short(x) {
 }
 
 const CSS = `
-.ampkit-explorer .ampkit-bits-row { display: flex; align-items: center; margin: 2px 0; white-space: nowrap; }
+.ampkit-explorer .ampkit-bits-row { display: flex; flex-wrap: wrap; align-items: center; margin: 2px 0; }
+.ampkit-explorer .ampkit-bitstring { white-space: nowrap; }
 .ampkit-explorer .ampkit-bits-label { display: inline-block; width: 5.5em; flex: none; }
 .ampkit-explorer .ampkit-cell { width: 1.45em; height: 1.8em; padding: 0; margin: 0; border: 1px solid white;
   border-radius: 3px; font-family: var(--jp-code-font-family, monospace); font-size: 0.95em; cursor: pointer;
   flex: none; }
 .ampkit-explorer .ampkit-cell:focus-visible { outline: 2px solid #24292f; outline-offset: 1px; }
-.ampkit-explorer .ampkit-formula { margin-left: 0.6em; color: #57606a; }
+.ampkit-explorer .ampkit-formula { margin-left: 0.6em; color: #57606a; white-space: nowrap; }
+.ampkit-explorer .ampkit-table-box { overflow-x: auto; max-width: 100%; }
 .ampkit-explorer td { white-space: nowrap; }
 .ampkit-explorer .ampkit-explorer-message { margin: 0.4em 0; }
 `;
@@ -345,7 +347,7 @@ async function render({ model, el, host }) {
   root.append(h("div", { class: "ampkit-control" }, h("label", { class: "ampkit-control" }, h("span", {}, text.value),
                                                       box), legend),
               h("label", { class: "ampkit-control" }, h("span", {}, text.slider), slider, readout),
-              rows, table, message, mapEl);
+              rows, h("div", { class: "ampkit-table-box" }, table), message, mapEl);
   el.append(root);
   let mapModel = null;
   let pending = null;     // typed text only the engine can read (a power Python's ** rounds), until it answers
