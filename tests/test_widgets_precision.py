@@ -12,8 +12,14 @@ import torch
 from ampkit.device import device_report
 from ampkit.lessons.autocast_and_levels import run_level
 from ampkit.precision import LEVELS, level_label
-from ampkit.widgets.precision import (MEMORY_FIELDS, OLevelPicker, dtype_table_html, nonfinite_at, run_state,
-                                      summary_html)
+from ampkit.widgets.precision import (
+    MEMORY_FIELDS,
+    OLevelPicker,
+    dtype_table_html,
+    nonfinite_at,
+    run_state,
+    summary_html,
+)
 
 
 @pytest.fixture(scope="module")

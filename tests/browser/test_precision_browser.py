@@ -57,7 +57,7 @@ def shown(page) -> dict:
     return page.evaluate("""(sel) => {
         const v = document.querySelector(sel);
         const loss = v.querySelector('svg.ampkit-olevel-loss'), mem = v.querySelector('svg.ampkit-olevel-memory');
-        const attr = (e, a) => e ? e.getAttribute(a) : null;
+        const attr = (e, a) => e ? e.getAttribute(a) : null, num = (e, a) => Number(e.getAttribute(a));
         return {label: v.getAttribute('data-label'), level: v.querySelector('.ampkit-olevel-level').textContent,
                 range: v.querySelector('input[type=range]').value,
                 pressed: [...v.querySelectorAll('button.ampkit-olevel-dtype')]
@@ -69,9 +69,9 @@ def shown(page) -> dict:
                 bad: attr(loss.querySelector('.ampkit-olevel-bad'), 'data-step'),
                 xmax: Number(loss.getAttribute('data-xmax')), ytop: Number(loss.getAttribute('data-ytop')),
                 title: loss.querySelector('.ampkit-olevel-title')?.textContent,
-                memory: [...mem.querySelectorAll('.ampkit-olevel-mem')].map(r => Number(r.getAttribute('data-bytes'))),
-                memory0: [...mem.querySelectorAll('.ampkit-olevel-mem0')].map(r => Number(r.getAttribute('data-bytes'))),
-                heights: [...mem.querySelectorAll('.ampkit-olevel-mem')].map(r => Number(r.getAttribute('height'))),
+                memory: [...mem.querySelectorAll('.ampkit-olevel-mem')].map(r => num(r, 'data-bytes')),
+                memory0: [...mem.querySelectorAll('.ampkit-olevel-mem0')].map(r => num(r, 'data-bytes')),
+                heights: [...mem.querySelectorAll('.ampkit-olevel-mem')].map(r => num(r, 'height')),
                 ktop: Number(mem.getAttribute('data-ktop')),
                 caption: v.querySelector('.ampkit-precision-table p')?.textContent,
                 rows: [...v.querySelectorAll('.ampkit-precision-table tr')].slice(1)
@@ -87,8 +87,8 @@ def check(page, level: str, low: str, live: bool) -> dict:
 
     picker = engine()
     label = level_label(level, low)
-    page.wait_for_function("([sel, label]) => document.querySelector(sel)?.getAttribute('data-label') === label"
-                           " && document.querySelector(sel + ' .ampkit-olevel-run')?.getAttribute('data-label') === label",
+    page.wait_for_function("([sel, label]) => document.querySelector(sel)?.getAttribute('data-label') === label && "
+                           "document.querySelector(sel + ' .ampkit-olevel-run')?.getAttribute('data-label') === label",
                            arg=[VIEW, label], timeout=60_000)
     s = shown(page)
     run = picker._cached(level, low)
