@@ -50,12 +50,16 @@ export function simulate(mode, p, steps, keep = true) {
   };
   const hostWork = (kind, cost) => { add("host", kind, host, host + cost); host += cost; };
   const waitHostUntil = (t) => { if (t > host) { add("host", "wait", host, t); host = t; } };
-  const launch = (cost, compute) => {
-    hostWork("launch", cost);
-    const start = Math.max(host, dev);
-    add("device", "compute", start, start + compute);
-    dev = start + compute;
-    if (!p.async_device) waitHostUntil(dev);
+  const H = lanes.host, D = lanes.device, wait = !p.async_device;
+  const launch = (cost, compute) => {    // hostWork("launch"), then the device's compute (and a wait), inlined:
+    const launched = host + cost;        // the inner loop of an eager step, run n_ops times a step
+    if (keep && launched > host) record(H, "launch", host, launched);
+    host = launched;
+    const start = host > dev ? host : dev;
+    const end = start + compute;
+    if (end > start) { busy += end - start; if (keep) record(D, "compute", start, end); }
+    dev = end;
+    if (wait && dev > host) { if (keep) record(H, "wait", host, dev); host = dev; }
   };
   const dataSink = mode !== "none";
   const graph = mode === "data+graph" || mode === "data+graph+loop";
@@ -258,6 +262,7 @@ function render({ model, el }) {
                svg("text", { x: (LEFT + W - RIGHT) / 2, y: AXIS + 38, "text-anchor": "middle" }, text.xlabel));
   const tickLayer = svg("g", { "font-size": 12, fill: "#24292f", class: "ampkit-sink-ticks" });
   const barLayer = svg("g", { class: "ampkit-sink-bars" });
+  const rects = [];
   const notes = svg("g", { "font-size": 13, "font-style": "italic", fill: neutral, class: "ampkit-sink-notes" });
   const legend = svg("g", { "font-size": 12, fill: "#24292f", class: "ampkit-sink-legend" });
   kinds.forEach(([kind, colour], i) => {
@@ -306,10 +311,21 @@ function render({ model, el }) {
       svg("line", { x1: X(v), x2: X(v), y1: TOP, y2: AXIS + 4, stroke: "#d0d7de" }),
       svg("text", { x: X(v), y: AXIS + 18, "text-anchor": "middle" }, v.toFixed(digits))]));
     const laneY = Object.fromEntries(LANE_NAMES.map((lane, i) => [lane, TOP + (i + 0.15) * ROW]));
-    barLayer.replaceChildren(...s.bars.map(([lane, kind, start, stop]) => svg("rect", {
-      class: "ampkit-sink-bar", "data-lane": lane, "data-kind": kind, "data-t0": pyRepr(start),
-      "data-t1": pyRepr(stop), x: X(start / 1e-6), width: X(stop / 1e-6) - X(start / 1e-6), y: laneY[lane],
-      height: 0.7 * ROW, fill: colourOf[kind] ?? "#999999" })));
+    while (rects.length < s.bars.length) {         // the bars' rects are kept and reused: a move sets attributes
+      rects.push(svg("rect", { class: "ampkit-sink-bar", height: 0.7 * ROW }));
+    }
+    s.bars.forEach(([lane, kind, start, stop], i) => {
+      const r = rects[i], x0 = X(start / 1e-6);
+      r.setAttribute("data-lane", lane);
+      r.setAttribute("data-kind", kind);
+      r.setAttribute("data-t0", pyRepr(start));
+      r.setAttribute("data-t1", pyRepr(stop));
+      r.setAttribute("x", x0);
+      r.setAttribute("width", X(stop / 1e-6) - x0);
+      r.setAttribute("y", laneY[lane]);
+      r.setAttribute("fill", colourOf[kind] ?? "#999999");
+    });
+    if (barLayer.childElementCount !== s.bars.length) barLayer.replaceChildren(...rects.slice(0, s.bars.length));
     const used = new Set(s.bars.map((b) => b[0]));
     notes.replaceChildren(...LANE_NAMES.filter((lane) => !used.has(lane) && text.empty[lane]).map((lane) => svg("text", {
       class: "ampkit-sink-empty", "data-lane": lane, x: X(0.01 * run), y: TOP + (LANE_NAMES.indexOf(lane) + 0.5) * ROW + 5,
