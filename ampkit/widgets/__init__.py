@@ -1,34 +1,37 @@
-"""Thin ipywidgets views over ampkit's pure functions; the only part of ampkit that imports ipywidgets.
+"""The kit's views, drawn in the browser from what ampkit's engine computes; the only part of ampkit that imports
+ipywidgets and anywidget.
 
-Used in every notebook (00–08). Every view is a class holding its controls as attributes (``.slider``, ...) and its
-last computed state, so tests can set ``.value`` headlessly and check what it shows; ``.widget`` is what to display.
-Each derives from :class:`WidgetView` (its picture drawn in the kernel) or, once moved to the browser, from
-:class:`~ampkit.widgets.front.FrontView` (drawn by an ES module from data the engine sent). A notebook imports its
-views and figure helpers from here.
+Used in every notebook (00–08). Every view is a :class:`~ampkit.widgets.front.FrontView` (an anywidget): the engine
+computes in Python, an ES module in ``js/`` (``js/kit.js`` + ``js/<name>.js``, no build step, nothing fetched) draws
+it as SVG and HTML from the data the engine sent, in the one look and the kit's language. The page selects among
+states the engine computed or does trivial arithmetic that a browser test checks against the engine; the saved state
+moves the view with no kernel, and a still picture beside it serves renderers that run no JavaScript. Each view holds
+its state as attributes (``.value``, ``.slider``, ...), so tests set them headlessly and check what it shows; the
+view is its own ``.widget``. A notebook imports its views and figure helpers from here.
 
 ==============  ====================================================================================================
-module          notebook: what it holds
+module          notebook: what it holds (the module in ``js/`` that draws it)
 ==============  ====================================================================================================
-``start``       00: :class:`RoundingSlider`, :func:`device_speed_figure`
-``formats``     01: :class:`FloatExplorer` (one number in every format, bit by bit)
-``range_map``   01: :class:`RangeMap` (the formats' ranges on one log2 axis)
-``precision``   02: :class:`OLevelPicker` (O0–O3: dtypes per layer, memory)
-``train``       02: :class:`LiveLossPlot` (the live loss plot of a training run)
-``scaling``     03: :class:`VisualLossScaler`
-``replay``      03: :class:`ScalerReplay` (a dynamic scaler replayed, every preset overlaid), :data:`PRESET_STYLES`
+``start``       00: :class:`RoundingSlider` (``rounding.js``), :func:`device_speed_figure`
+``formats``     01: :class:`FloatExplorer` (one number in every format, bit by bit; ``floats.js``)
+``range_map``   01: :class:`RangeMap` (the formats' ranges on one log2 axis; ``rangemap.js``)
+``precision``   02: :class:`OLevelPicker` (O0–O3: dtypes per layer, memory; ``olevel.js``)
+``train``       02: :class:`LiveLossPlot` (the live loss plot of a training run, points streamed; ``lossplot.js``)
+``scaling``     03: :class:`VisualLossScaler` (``scaler.js``)
+``replay``      03: :class:`ScalerReplay` (a dynamic scaler replayed, every preset overlaid; ``replay.js``),
+                :data:`PRESET_STYLES`
 ``sinking``     04: :func:`gantt_figure`, :func:`measured_figure`; ``sink_timeline``: :class:`SinkTimeline` (the
-                simulated timeline of a sink setting, drawn in the browser)
-``amp_doctor``  05: :class:`AmpDoctor`, :func:`headroom_figure`, :func:`scales_figure`
-``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history)
-``fp8_blocks``  06: :class:`BlockScalingExplorer` (MX blocks and fp32 tiles)
-``attention``   07: :class:`AttentionOverflowView` (attention logits that overflow fp16)
+                simulated timeline of a sink setting; ``sink.js``)
+``amp_doctor``  05: :class:`AmpDoctor` (``doctor.js``), :func:`headroom_figure`, :func:`scales_figure`
+``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history; ``amax.js``)
+``fp8_blocks``  06: :class:`BlockScalingExplorer` (MX blocks and fp32 tiles; ``blocks.js``)
+``attention``   07: :class:`AttentionOverflowView` (attention logits that overflow fp16; ``attention.js``)
 ``style``       every notebook: the one look (:func:`new_figure`, :func:`show`, :func:`dtype_colour`,
-                :func:`mark_nonfinite`, :data:`BAND_COLOURS`, :data:`DTYPE_COLOURS`, ...)
-``view``        :class:`WidgetView`, the base of the views whose picture the kernel draws
-``front``       :class:`~ampkit.widgets.front.FrontView`, the base of the views drawn in the browser (an
-                anywidget: an ES module in ``js/``, the one look, words in the kit's language; ``RoundingSlider``
-                first)
-``snapshot``    the still picture shown beside each live view; ``figtext``: figure text in the kit's language
+                :func:`mark_nonfinite`, :data:`BAND_COLOURS`, :data:`DTYPE_COLOURS`, ...), read by the figures and,
+                as each view's ``look``, by the pages
+``front``       :class:`~ampkit.widgets.front.FrontView`, the base of every view (its ``look``, ``text`` and ES
+                module, its still picture)
+``snapshot``    the still picture kept beside each view (for GitHub); ``figtext``: figure text in the kit's language
 ==============  ====================================================================================================
 
 >>> from ampkit.widgets import RangeMap
@@ -60,13 +63,12 @@ from ampkit.widgets.style import (
     show,
 )
 from ampkit.widgets.train import LiveLossPlot
-from ampkit.widgets.view import WidgetView
 
 __all__ = [
     # the views, one or two per notebook
     "RoundingSlider", "FloatExplorer", "RangeMap", "OLevelPicker", "VisualLossScaler", "ScalerReplay",
     "SinkTimeline", "AmpDoctor", "AmaxHistoryExplorer", "BlockScalingExplorer", "AttentionOverflowView",
-    "LiveLossPlot", "WidgetView",
+    "LiveLossPlot",
     # the notebooks' figures
     "device_speed_figure", "gantt_figure", "measured_figure", "headroom_figure", "scales_figure", "PRESET_STYLES",
     # the one look

@@ -1,29 +1,29 @@
-"""A still picture of a widget, stored beside the live view so that a notebook read without a kernel shows it.
+"""The still picture kept beside every view of the kit, for renderers that run no JavaScript (GitHub).
 
-Used by every widget view in ``ampkit.widgets`` (every notebook that shows one). A widget in a saved notebook is
-only a reference to a model that lives in the kernel; the kit strips the stored widget state, so on GitHub,
-nbviewer or an HTML export the cell would be empty. :func:`display_bundle` therefore publishes two
-representations of the same view:
+Used by every view in ``ampkit.widgets`` (every notebook that shows one). A view is drawn in the browser
+(:class:`ampkit.widgets.front.FrontView`) from the state the engine sent: JupyterLab, Notebook 7 and Voilà draw it,
+and a notebook opened with its saved state, or the static page ``python -m ampkit._nbexport`` writes, moves it with
+no kernel. A renderer that runs no JavaScript (GitHub) or has no widget manager (nbconvert's export without the
+widget state) cannot draw it, so :func:`display_bundle` publishes two representations of the same view:
 
-    application/vnd.jupyter.widget-view+json   the live widget (JupyterLab, Notebook 7, Voila pick this one)
-    image/png                                  a still picture of its first state (what nbconvert and
-                                               renderers without the widget model fall back to)
+    application/vnd.jupyter.widget-view+json   the view (the frontends above pick this one)
+    image/png                                  a still picture of the state it was displayed in (what the
+                                               others fall back to)
 
-The picture is built from the widget tree itself, in display order: each control becomes a line
-``description: value``, each ``Image`` child is pasted at the size it is shown, each ``HTML`` child becomes its
-text (tables as aligned columns). A note on top says it is a still picture. Nothing here changes the widget.
-A part whose live look is not in its own value (an HTML overlay drawn over an image) registers what its still
-picture should be with :func:`register_still`.
+A view describes its still picture with :meth:`~ampkit.widgets.front.FrontView.still`, registered here by
+:func:`register_still` when it is displayed: PNG bytes, or a tree of ipywidgets that is never displayed (boxes,
+``HTML``, ``Image``). The picture lists the tree in order: each ``HTML`` becomes its text (tables as aligned
+columns), each ``Image`` is pasted whole; a note on top says it is a still picture. Nothing here changes the view.
 
 >>> import ipywidgets as W
->>> box = W.VBox([W.IntSlider(3, description="scale"), W.HTML("<b>flushed</b>: 12 %")])
->>> lines = [line for kind, line in snapshot_items(box) if kind == "text"]
+>>> still = W.VBox([W.HTML("scale: 3"), W.HTML("<b>flushed</b>: 12 %")])
+>>> lines = [line for kind, line in snapshot_items(still) if kind == "text"]
 >>> lines
 ['scale: 3', 'flushed: 12 %']
->>> png = snapshot_png(box)
+>>> png = snapshot_png(still)
 >>> png[:4] == b"\\x89PNG"
 True
->>> sorted(display_bundle(box))
+>>> sorted(display_bundle(still))
 ['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain']
 """
 from __future__ import annotations
@@ -62,8 +62,7 @@ _STILL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def register_still(widget: W.Widget, still: Callable[[], bytes | W.Widget | None]) -> None:
     """Let ``still()`` stand for ``widget`` in its still picture: PNG bytes to paste, a widget tree to picture in its
     place (a view drawn in the browser describes its state with ipywidgets it never displays), or ``None`` to leave
-    it out (for example an image whose live view is completed by an HTML overlay: the image's still draws both, and
-    the overlay is left out)."""
+    it out. :meth:`ampkit.widgets.front.FrontView._ipython_display_` registers the view's own ``still``."""
     _STILL[widget] = still
 
 
@@ -148,32 +147,13 @@ def html_text(html: str) -> list[str]:
     return parser.lines
 
 
-def _control_line(w: W.Widget) -> str | None:
-    description = getattr(w, "description", "") or ""
-    if isinstance(w, W.Button):
-        return None
-    if isinstance(w, (W.ToggleButtons, W.Dropdown, W.RadioButtons, W.Select, W.SelectionSlider)):
-        value = w.label if w.label is not None else ""
-    elif isinstance(w, W.FloatLogSlider):
-        value = format(w.value, w.readout_format or ".3g")
-    elif isinstance(w, (W.FloatSlider, W.FloatText, W.BoundedFloatText)):
-        value = format(w.value, getattr(w, "readout_format", None) or ".4g")
-    elif hasattr(w, "value") and not isinstance(w.value, (bytes, bytearray)):
-        value = str(w.value)
-    else:
-        return None
-    return f"{description.rstrip(':')}: {value}" if description else value
-
-
 def snapshot_items(widget: W.Widget) -> list[tuple[str, str | bytes]]:
-    """The widget tree in display order as ``("text", line)`` and ``("image", PNG bytes)`` items; hidden
-    children (``layout.display == "none"``) are left out, as the browser leaves them out."""
+    """The still tree of ``widget`` in order as ``("text", line)`` and ``("image", PNG bytes)`` items: a registered
+    widget is replaced by its ``still()``, a box by its children, an ``HTML`` or ``Label`` by its lines, an ``Image``
+    by its bytes. Anything else (a slider, a button) has no still picture: ``TypeError``."""
     items: list[tuple[str, str | bytes]] = []
 
     def walk(w) -> None:
-        layout = getattr(w, "layout", None)
-        if layout is not None and getattr(layout, "display", None) == "none":
-            return
         if w in _STILL:
             still = _STILL[w]()
             if isinstance(still, W.Widget):
@@ -188,12 +168,9 @@ def snapshot_items(widget: W.Widget) -> list[tuple[str, str | bytes]]:
                 items.append(("image", bytes(w.value)))
         elif isinstance(w, (W.HTML, W.HTMLMath, W.Label)):
             items.extend(("text", line) for line in html_text(w.value))
-        elif isinstance(w, W.Output):
-            return
         else:
-            line = _control_line(w)
-            if line:
-                items.append(("text", line))
+            raise TypeError(f"a still picture is made of boxes, HTML, Label and Image widgets (and views that "
+                            f"registered a still); got {type(w).__name__}")
 
     walk(widget)
     return items
@@ -222,35 +199,13 @@ def _cjk_font() -> ImageFont.FreeTypeFont | None:
     return ImageFont.truetype(entry.fname, _FONT_SIZE, index=getattr(entry, "index", 0) or 0)
 
 
-def _shown_size(png: bytes, widget_width: str | None) -> PILImage.Image:
-    img = PILImage.open(io.BytesIO(png)).convert("RGBA")
-    if widget_width and str(widget_width).endswith("px"):
-        try:
-            w = int(float(str(widget_width)[:-2]))
-        except ValueError:
-            return img
-        if 0 < w != img.width:
-            img = img.resize((w, max(1, round(img.height * w / img.width))), PILImage.Resampling.LANCZOS)
-    return img
-
-
 def snapshot_png(widget: W.Widget) -> bytes:
     """A PNG of ``widget`` as :func:`snapshot_items` lists it: the note, then each line and image in order."""
-    widths = {}
-
-    def sizes(w) -> None:
-        if isinstance(w, W.Box):
-            for c in w.children:
-                sizes(c)
-        elif isinstance(w, W.Image) and w.value:
-            widths[bytes(w.value)] = w.width or getattr(w.layout, "width", None)
-
-    sizes(widget)
     blocks: list[PILImage.Image | tuple[str, bool]] = [(tr(NOTE), True)]
     for kind, value in snapshot_items(widget):
         if kind == "image":
             assert isinstance(value, bytes)
-            blocks.append(_shown_size(value, widths.get(value)))
+            blocks.append(PILImage.open(io.BytesIO(value)).convert("RGBA"))
         else:
             assert isinstance(value, str)
             blocks.append((value, False))
@@ -292,9 +247,9 @@ def snapshot_png(widget: W.Widget) -> bytes:
 
 
 def display_bundle(widget: W.Widget) -> dict:
-    """The display data for ``widget``: its live view, a still PNG (base64, as Jupyter messages carry it) and a
-    one-line text. Live frontends render the widget view; nbconvert and nbviewer show the PNG when the widget
-    state is not stored."""
+    """The display data for ``widget``: its view, a still PNG (base64, as Jupyter messages carry it) and a one-line
+    text. Frontends that run the widget's JavaScript draw the view; nbconvert's export without the widget state and
+    renderers that run no JavaScript show the PNG."""
     shown = widget._repr_mimebundle_()
     bundle = dict(shown[0] if isinstance(shown, tuple) else shown)   # anywidget's views return (data, metadata)
     bundle["image/png"] = base64.b64encode(snapshot_png(widget)).decode("ascii")
@@ -303,5 +258,5 @@ def display_bundle(widget: W.Widget) -> dict:
 
 
 def display(widget: W.Widget) -> None:
-    """Display ``widget`` with its still picture beside it (what every kit view's ``_ipython_display_`` calls)."""
+    """Display ``widget`` with its still picture beside it (what :class:`~ampkit.widgets.front.FrontView` calls)."""
     ipy_display(display_bundle(widget), raw=True)

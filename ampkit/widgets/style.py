@@ -1,8 +1,8 @@
 """One look for every figure and table in the kit: format-band colours, dtype colours, figure size and dpi.
 
-Used by every notebook's figures and by every widget in ``ampkit.widgets``. Figures are built as
-``matplotlib.figure.Figure`` objects with an Agg canvas of their own, so drawing one never touches pyplot or the
-kernel's backend (inline plots keep working after any ampkit import).
+Used by every notebook's figures and by every view in ``ampkit.widgets`` (their colours and still pictures).
+Figures are built as ``matplotlib.figure.Figure`` objects with an Agg canvas of their own, so drawing one never
+touches pyplot or the kernel's backend (inline plots keep working after any ampkit import).
 
 The format bands are the four things a number can become when it is stored in a low-precision format:
 
@@ -17,35 +17,24 @@ The format bands are the four things a number can become when it is stored in a 
 >>> png_bytes(fig)[:4] == b"\\x89PNG"
 True
 
-Widgets redraw by *blitting*: :func:`blit_background` draws the figure once without its moving artists and keeps
-the pixels; :func:`blit_png` restores them, draws only the moving artists and encodes the canvas (a few ms instead
-of a full draw). :class:`WidgetView` is the base every widget view shares (redraw on a control change, display its
-``widget`` box with a still picture); it lives in :mod:`ampkit.widgets.view` (no matplotlib) and is exported here.
-
->>> line, = fig.subplots().plot([0, 1], [0, 1])
->>> freeze_layout(fig)
->>> bg = blit_background(fig, [line])
->>> blit_png(fig, bg, [line])[:4] == b"\\x89PNG" and line.get_visible()
-True
+The views draw themselves in the browser (:mod:`ampkit.widgets.front`: each reads these colours as its ``look``);
+the figures here are the notebooks' own figures and the still pictures kept beside each view for renderers that run
+no JavaScript (:mod:`ampkit.widgets.snapshot`).
 """
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from PIL import Image as PILImage  # a dependency of matplotlib
 
 from ampkit.dtypes import short_name
 from ampkit.i18n import mark
 from ampkit.widgets.figtext import localize
-from ampkit.widgets.view import WidgetView
 
 __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DPI", "new_figure", "png_bytes",
-           "KitFigure", "show", "mark_nonfinite", "dtype_colour", "freeze_layout", "blit_background", "blit_png",
-           "canvas_png", "WidgetView"]
+           "KitFigure", "show", "mark_nonfinite", "dtype_colour"]
 
 #: The format bands, the same colours in every notebook and widget (colour-blind-safe order: grey, amber, green, red).
 BAND_COLOURS = {"flushed": "#8c959f", "subnormal": "#d4a72c", "normal": "#2da44e", "overflow": "#cf222e"}
@@ -89,13 +78,6 @@ def new_figure(width: float = 7.0, height: float = 3.2, dpi: int = DPI, **kwargs
     return fig
 
 
-def freeze_layout(fig: Figure) -> None:
-    """Lay ``fig`` out once (constrained layout) and keep that layout: a widget that redraws the same axes on every
-    slider move then pays for one draw per PNG instead of a layout pass plus a draw (about half the time)."""
-    fig.canvas.draw()
-    fig.set_layout_engine("none")
-
-
 def png_bytes(fig: Figure, dpi: int | None = None) -> bytes:
     """Render ``fig`` to PNG bytes with its own Agg canvas."""
     if not isinstance(fig.canvas, FigureCanvasAgg):
@@ -130,39 +112,3 @@ def mark_nonfinite(ax, ys, x=None, label: str = "", colour: str | None = None) -
     ax.annotate(f"{label + ': ' if label else ''}inf/NaN from step {xs[bad]}", (xs[bad], y_at),
                 textcoords="offset points", xytext=(6, 6), fontsize=9, color=colour or STATUS_COLOURS["bad"])
     return bad
-
-
-def blit_background(fig: Figure, moving: Iterable) -> object:
-    """Draw ``fig`` without the ``moving`` artists and keep the pixels (the blitting background); the artists are
-    visible again afterwards. Lay the figure out first (:func:`freeze_layout`) so the background stays valid."""
-    moving = list(moving)
-    for a in moving:
-        a.set_visible(False)
-    fig.canvas.draw()
-    for a in moving:
-        a.set_visible(True)
-    canvas = fig.canvas
-    assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives every kit figure an Agg canvas
-    return canvas.copy_from_bbox(fig.bbox)
-
-
-def blit_png(fig: Figure, background: object, artists: Iterable) -> bytes:
-    """Restore a background from :func:`blit_background`, draw only ``artists`` on it, return the PNG bytes."""
-    canvas = fig.canvas
-    assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives every kit figure an Agg canvas
-    canvas.restore_region(background)
-    renderer = canvas.get_renderer()
-    for a in artists:
-        localize(a)
-        a.draw(renderer)
-    return canvas_png(fig)
-
-
-def canvas_png(fig: Figure) -> bytes:
-    """The pixels already on ``fig``'s Agg canvas as PNG bytes (no redraw; fast zlib level: latency over size)."""
-    canvas = fig.canvas
-    assert isinstance(canvas, FigureCanvasAgg)   # new_figure gives every kit figure an Agg canvas
-    buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1
-                        ).save(buf, format="png", compress_level=1)
-    return buf.getvalue()
