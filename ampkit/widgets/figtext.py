@@ -145,8 +145,8 @@ def translate_figure_text(text: str, lang: str | None = None) -> str:
 
 
 def localize(artist) -> None:
-    """Translate every text of ``artist`` (a figure, or the artists a widget blits) into the current language
-    (see the module docstring); idempotent."""
+    """Translate every text of ``artist`` (a figure, or any artist in one) into the current language (see the module
+    docstring); idempotent."""
     global _hint_shown, _changed_any
     lang = language()
     if lang == "en" and not _changed_any:   # the common case, on every redraw: nothing to translate or restore
