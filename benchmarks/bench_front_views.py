@@ -152,6 +152,7 @@ def kernel_work() -> dict:
         AmaxHistoryExplorer,
         AmpDoctor,
         AttentionOverflowView,
+        BlockScalingExplorer,
         FloatExplorer,
         OLevelPicker,
         RangeMap,
@@ -185,6 +186,9 @@ def kernel_work() -> dict:
     work["AmpDoctor (scenario)"] = _moves(doctor, "scenario", list(SCENARIOS) * 4)
     work["AmpDoctor (fixed)"] = _moves(doctor, "fixed", [True, False] * 10)
     work["AmaxHistoryExplorer (history)"] = _moves(amax, "history_len", list(range(1, amax.rec.steps + 1)) + [16])
+    blocks = BlockScalingExplorer(scheme="mx", block=32, fmt="e4m3", rounding="ocp")     # notebook 06's
+    sizes = [v for v, _ in blocks.choices["block"] if v != blocks.block]
+    work["BlockScalingExplorer (block)"] = _moves(blocks, "block", (sizes + [blocks.block]) * 4)
     work["AttentionOverflowView"] = _moves(AttentionOverflowView(), "act_scale", [2 ** (k / 4) for k in range(37)])
     work["LiveLossPlot (1000 steps)"] = _loss_plot()
     return work
