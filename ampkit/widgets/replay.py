@@ -254,13 +254,11 @@ class ScalerReplay(FrontView):
         def index(line: str) -> int:
             return pool.setdefault(line, len(pool))
 
-        axes = {}
+        axes: dict[str, str] = {}
         for i, name in enumerate(_NAMES):   # every setting one control away from the initial one
-            axes[name] = []
-            for v in GRID[name]:
-                setting = tuple(v if j == i else origin[j] for j in range(4))
-                axes[name].append(str(index(replay_line(self._replay(setting)))))
-            axes[name] = " ".join(axes[name])
+            lines = [index(replay_line(self._replay(tuple(v if j == i else origin[j] for j in range(4)))))
+                     for v in GRID[name]]
+            axes[name] = " ".join(map(str, lines))
         self._computed = {tuple(k) for k in self._replays}
         starts: list[int | None] = [None, *GRID["init"]]
         preset_index = {}
