@@ -138,10 +138,10 @@ def check_package(module: str, dist: str, minimum: str, required: bool = True, w
 
 
 def check_widgets_extension() -> Check:
-    """Are the JupyterLab widgets extension and anywidget's installed? Without the first, widgets show as text like
-    ``IntSlider(value=0)``; without the second, the views drawn in the browser show their still picture."""
+    """Are the JupyterLab widgets extension and anywidget's installed? Without either, the kit's views (anywidgets,
+    drawn in the browser) show only their still picture and do not move."""
     name = mark("JupyterLab widgets extension")
-    fix = tr("widgets will show as plain text such as 'FloatLogSlider(value=...)'. Install `jupyterlab_widgets` into "
+    fix = tr("the kit's views will show only their still picture and not move. Install `jupyterlab_widgets` into "
              "the environment that runs JupyterLab (`pip install 'ipywidgets>=8' jupyterlab_widgets`), then restart "
              "JupyterLab and reload the browser tab.")
     try:
