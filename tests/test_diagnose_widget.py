@@ -83,8 +83,8 @@ def test_a_run_the_page_asks_for_is_run_by_the_kernel():
         doc.scenario = "nan everywhere"
     sent = []
     doc.send = sent.append                            # the page's "hello" is answered: a kernel is behind it
-    doc._on_msg(doc, {"event": "hello"}, [])
-    doc._on_msg(doc, {"event": "other"}, [])
+    doc._handle_custom_msg({"event": "hello"}, [])  # answered by FrontView (ampkit.widgets.front), as every view
+    doc._handle_custom_msg({"event": "other"}, [])
     assert sent == [{"event": "here"}]
 
 

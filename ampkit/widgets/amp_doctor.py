@@ -271,12 +271,6 @@ class AmpDoctor(FrontView):
                          reports={k: sent_report(r) for k, r in self._reports.items()}, scenario=scenario,
                          fixed=fixed)
         self._select(None)
-        self.on_msg(self._on_msg)
-
-    def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
-        """The page's "hello": answer it, so the page knows a kernel with this view is behind it."""
-        if isinstance(content, dict) and content.get("event") == "hello":
-            self.send({"event": "here"})
 
     def _run(self, name: str, fixed: bool) -> DoctorReport:
         """Run one scenario in the engine and keep its report (the view's ``reports`` is updated by the caller)."""

@@ -50,7 +50,6 @@ from ampkit.formats import (
     toggle_bit,
 )
 from ampkit.formats.parse import real_value
-from ampkit.formats.registry import cast
 from ampkit.i18n import mark, tr
 from ampkit.widgets.front import VERDICT_COLOURS, FrontView, format_limits
 from ampkit.widgets.range_map import RangeMap, format_label
@@ -81,29 +80,21 @@ def _num(x: float, short: bool = False) -> str:
 
 def explorer_formats(fmts: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
     """What the page's arithmetic needs of each format, read from the engine: ``format_limits`` (the rounding) and
-    the layout (bits, fields, bias, whether the all-ones exponent is inf), the pattern torch stores for NaN and the
-    value its cast gives for ±inf (e4m3fn saturates), as :func:`ampkit.formats.info` and torch report them.
+    the layout (bits, fields, bias, whether the all-ones exponent is inf) and the pattern torch stores for NaN, as
+    :func:`ampkit.formats.info` and torch report them (±inf is cast as the format overflows: ``overflows_to``).
 
     >>> f = explorer_formats(["fp16"])[0]
-    >>> f["bits"], f["exponent_bits"], f["bias"], f["has_inf"], hex(f["nan_pattern"]), f["from_inf"]
+    >>> f["bits"], f["exponent_bits"], f["bias"], f["has_inf"], hex(f["nan_pattern"]), f["overflows_to"]
     (16, 5, 15, True, '0x7e00', 'inf')
     """
     out = []
     for fmt in fmts:
         fi = info(fmt)
-        out.append({**format_limits(fi.name), "via_float32": _via_float32(fi), "label": format_label(fi.name),
+        out.append({**format_limits(fi.name), "label": format_label(fi.name),
                     "bits": fi.bits,
                     "exponent_bits": fi.exponent_bits, "bias": fi.bias, "has_inf": fi.has_inf,
-                    "nan_pattern": decompose(math.nan, fi.name).pattern, "from_inf": repr(cast(math.inf, fi.dtype)),
-                    "from_ninf": repr(cast(-math.inf, fi.dtype))})
+                    "nan_pattern": decompose(math.nan, fi.name).pattern})
     return out
-
-
-def _via_float32(fi) -> bool:
-    """Whether torch casts a float64 to ``fi`` through float32, read from torch at the flush line: the float64 just
-    above half the smallest subnormal rounds to that tie in float32, and then to 0 (ties to even) — only if the cast
-    goes through float32. (``format_limits`` reads it at the overflow line, where a saturating cast hides it.)"""
-    return fi.bits < 32 and cast(math.nextafter(fi.flush_threshold, math.inf), fi.dtype) == 0.0
 
 
 def _partial(template: str, **fields: Any) -> str:

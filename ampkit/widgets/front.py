@@ -72,13 +72,21 @@ def format_limits(fmt: str) -> dict[str, Any]:
 
 
 def _via_float32(fi: FormatInfo) -> bool:
-    """Whether torch casts a float64 to ``fi`` through float32 (two roundings; c10's ``Half`` and ``BFloat16`` are
-    built from a ``float``), read from torch: the float64 just below ``fi``'s overflow threshold rounds up to the
-    threshold in float32, and then past ``max`` — only if the cast goes through float32."""
+    """Whether torch casts a float64 to ``fi`` through float32 (two roundings; c10's ``Half``, ``BFloat16`` and
+    ``Float8_e4m3fn``/``Float8_e5m2`` are built from a ``float``), read from torch where a double rounding shows: the
+    float64 just inside a rounding line rounds onto the line in float32 (a tie), and then past it (ties to even) —
+    only if the cast goes through float32. Two lines, one rule: the overflow line (just below the overflow
+    threshold, the cast gives more than ``max``) and the flush line (just above half the smallest subnormal, the
+    cast gives 0); a saturating cast (e4m3fn) hides it at the overflow line, so the flush line tells.
+
+    >>> [_via_float32(info(f)) for f in ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp32")]
+    [True, True, True, True, False]
+    """
     if fi.bits >= 32:
         return False
-    below = math.nextafter(fi.overflow_threshold, 0.0)
-    return not math.isfinite(cast(below, fi.dtype)) or cast(below, fi.dtype) != fi.max
+    below = cast(math.nextafter(fi.overflow_threshold, 0.0), fi.dtype)
+    above = cast(math.nextafter(fi.flush_threshold, math.inf), fi.dtype)
+    return not math.isfinite(below) or below != fi.max or above == 0.0
 
 
 @functools.cache
@@ -102,6 +110,18 @@ class FrontView(anywidget.AnyWidget):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(_esm=esm(self._front), look=look(), text=self.words(), **kwargs)
+        self.on_msg(self._answer_hello)
+
+    def _answer_hello(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """The page's ``{"event": "hello"}`` (``js/kit.js`` ``kernelPresence``): answer ``{"event": "here"}``, so the
+        page knows this view's Python object is behind it, then :meth:`hello`. A page restored from a saved notebook
+        gets no answer and says that a request needing computation wants the notebook run."""
+        if isinstance(content, dict) and content.get("event") == "hello":
+            self.send({"event": "here"})
+            self.hello()
+
+    def hello(self) -> None:
+        """What a view sends a page that just said hello, after "here" (nothing by default; overridden)."""
 
     def words(self) -> dict[str, Any]:
         """The view's words in the kit's language (overridden by each view)."""

@@ -291,11 +291,13 @@ class OLevelPicker(FrontView):
     def _send_timings(self) -> None:
         self.send({"type": "timings", "lines": self.timings()})
 
+    def hello(self) -> None:
+        """A page said hello (after FrontView answered "here"): the step times measured so far."""
+        self._send_timings()
+
     def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
-        if kind == "hello":
-            self._send_timings()
-        elif kind == "run_all":
+        if kind == "run_all":
             self.run_all()
 
     @traitlets.observe("level", "low")

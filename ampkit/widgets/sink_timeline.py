@@ -12,9 +12,9 @@ sizes × 401 × 301 × 400 × 401 positions × 2) is far too large to precompute
 the slider values (traits) and the costs no slider moves (``base_costs``). ``tests/browser/
 test_front_sink_arith_browser.py`` holds every bar and every printed number equal to the engine's on random settings,
 so the saved notebook moves every control with no kernel. Only "measure" needs new computation (real steps on the
-kernel's machine, :func:`ampkit.sinking.calibrate`): the button sends ``{"event": "measure"}``, the kernel answers at
-once (``{"event": "measuring"}``), then sends the measured costs and says them in :attr:`status`; a view restored
-from a saved notebook has no comm (its messages go nowhere, silently), so with no answer within 3 s the page says in
+kernel's machine, :func:`ampkit.sinking.calibrate`): the button sends ``{"event": "measure"}``, the kernel says
+"measuring…", then sends the measured costs and says them in :attr:`status`; a view restored from a saved notebook
+has no kernel behind it (no "here" answered the page's hello: ``js/kit.js`` ``kernelPresence``), so the page says in
 one line "run the notebook to compute this on your machine". The measured costs are text and never branch the saved
 state: the notebook is executed without pressing the button.
 
@@ -230,7 +230,6 @@ class SinkTimeline(FrontView):
     # -- measure on this machine --------------------------------------------------------------------------
     def _on_front_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("event") == "measure":
-            self.send({"event": "measuring"})       # the page's sign that a kernel is there (see js/sink.js)
             self.measure()
 
     def measure(self) -> None:

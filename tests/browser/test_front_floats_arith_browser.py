@@ -13,7 +13,7 @@ well over 1000 random inputs and every format:
 - the notes: explain()'s templates as the page fills them, against :func:`ampkit.formats.explain`;
 - typed text: against :func:`ampkit.formats.parse_value` (numbers, powers, hex floats, specials and text that is
   not a number, with its message); a power that Python's ``**`` rounds is left to the engine (the page says so);
-- Python's ``.3e`` / ``.1e`` / ``.3g`` (``pyE``, ``pyG``), exact ties included.
+- Python's ``.3e`` / ``.1e`` / ``.3g`` as the explorer prints them (kit.js ``pySci``, ``pyG``), exact ties included.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ DESCRIBE = """(d) => [d.sign + d.exponent + d.mantissa, d.kind, __fl.pyRepr(d.st
 def fl(browser):
     page = browser.new_page()
     page.set_content("<html><body></body></html>")
-    names = "explore, decode, flipBit, notesFor, parseTyped, typedError, pyRepr, fromRepr, formula, pyE, pyG"
+    names = "explore, decode, flipBit, notesFor, parseTyped, typedError, pyRepr, fromRepr, formula, pySci, pyG"
     page.add_script_tag(type="module", content=esm("floats") + f"\nwindow.__fl = {{{names}}};\n"
                         f"window.__describe = {DESCRIBE};\n")
     page.wait_for_function("window.__fl !== undefined")
@@ -152,6 +152,6 @@ def test_python_style_e_and_g(fl):
     rng = random.Random(3)
     xs = [rng.choice((1, -1)) * 2.0 ** rng.uniform(-160, 130) for _ in range(2000)]
     xs += [m * 2.0 ** k for k in range(-160, 130) for m in (1, 3, 5)] + [0.0, 9.9995, 0.00125, 2.5e-5, 1e-300]
-    got = fl.evaluate("(xs) => xs.map((x) => [__fl.pyE(x, 3), __fl.pyE(x, 1), __fl.pyG(x, 3)])", xs)
+    got = fl.evaluate("(xs) => xs.map((x) => [__fl.pySci(x, 3), __fl.pySci(x, 1), __fl.pyG(x, 3)])", xs)
     bad = [(x, g) for x, g in zip(xs, got) if g != [f"{x:.3e}", f"{x:.1e}", f"{x:.3g}"]]
     assert not bad, f"{len(bad)} of {len(xs)} differ: {bad[:20]}"

@@ -162,9 +162,7 @@ function render({ model, el }) {
     for (const [buttons, value] of [[tensorB, name], [algoB, algo]]) {
       for (const b of buttons) {
         const on = b.dataset.value === value;
-        b.setAttribute("aria-pressed", String(on));
-        Object.assign(b.style, on ? { background: "#0969da", color: "#ffffff", fontWeight: "bold" }
-                                  : { background: "", color: "", fontWeight: "" });
+        markPressed(b, on);
       }
     }
     keptLine.setAttribute("d", path(s.kept));

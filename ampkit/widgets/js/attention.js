@@ -117,9 +117,7 @@ function render({ model, el }) {
     headOut.value = String(heads[hi]);
     for (const b of buttons) {
       const on = b.dataset.at === where;
-      b.setAttribute("aria-pressed", String(on));
-      Object.assign(b.style, on ? { background: "#0969da", color: "#ffffff", fontWeight: "bold" }
-                                : { background: "", color: "", fontWeight: "" });
+      markPressed(b, on);
     }
     const cells = formats.flatMap((f, i) => {
       const [big, pct, , nanRows] = shown[i];

@@ -83,7 +83,7 @@ function render({ model, el }) {
     legend.append(name === "edge" ? svg("line", { x1: lx, x2: lx + 14, y1: 36, y2: 36, stroke: "#24292f" })
       : svg("rect", { x: lx, y: 30, width: 14, height: 11, fill: band[name], "fill-opacity": name === "normal" ? 0.3 : 1 }),
                   svg("text", { x: lx + 18, y: 40 }, label));
-    lx += 34 + 6.6 * [...label].length * (/[\u3000-\u9fff]/.test(label) ? 1.8 : 1);
+    lx += 34 + labelWidth(label, 6.6);
   }
   const plot = svg("svg", { class: "ampkit-fp8-blocks-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
                          "font-family": "sans-serif" },
@@ -113,9 +113,7 @@ function render({ model, el }) {
     const mx = scheme === "mx";
     const mark = (buttons, value) => buttons.forEach((b) => {
       const on = b.dataset.value === String(value);
-      b.setAttribute("aria-pressed", String(on));
-      Object.assign(b.style, on ? { background: "#0969da", color: "#ffffff", fontWeight: "bold" }
-                                : { background: "", color: "", fontWeight: "" });
+      markPressed(b, on);
     });
     mark(schemeB, scheme); mark(blockB, block); mark(fmtB, fmt); mark(ruleB, rounding);
     for (const b of [...blockB, ...ruleB]) b.disabled = !mx;

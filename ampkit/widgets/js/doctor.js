@@ -15,13 +15,6 @@ export function reportOf(model, scenario, fixed) {
   return { key, report: model.get("reports")[key] };
 }
 
-/** Axis step for a span: 1, 2, 2.5 or 5 times a power of ten, at most `most` ticks. */
-function niceStep(span, most) {
-  const p = 10 ** Math.floor(Math.log10(span / most || 1));
-  for (const m of [1, 2, 2.5, 5, 10]) if (span / (m * p) <= most) return m * p;
-  return 10 * p;
-}
-
 function tickText(v) {
   return String(Number(v.toPrecision(4)));
 }
@@ -49,7 +42,7 @@ function frame(H, M, title, xlabel, ylabel, legend) {
     else g.append(svg("rect", { x: lx, y: 30, width: 14, height: 12, fill: colour,
                                 "fill-opacity": kind === "hatch" ? 0.35 : 1, stroke: colour }));
     g.append(svg("text", { x: lx + 19, y: 41, "font-size": 12 }, label));
-    lx += 36 + 6.4 * [...label].length * (/[\u3000-\u9fff]/.test(label) ? 1.8 : 1);
+    lx += 36 + labelWidth(label, 6.4);
   }
   return g;
 }
@@ -79,7 +72,7 @@ function headroomChart(ev, title, text, look) {
   g.append(svg("defs", {}, svg("pattern", { id: hatch, width: 8, height: 8, patternUnits: "userSpaceOnUse",
                                              patternTransform: "rotate(45)" },
                                svg("line", { x1: 0, y1: 0, x2: 0, y2: 8, stroke: over, "stroke-width": 3 }))));
-  const step = niceStep(top, 7);
+  const step = tickStep(top, 7, [1, 2, 2.5, 5]);
   for (let v = 0; v <= top + 1e-9; v += step) {
     g.append(svg("line", { x1: M.left - 4, x2: M.left, y1: Y(v), y2: Y(v), stroke: INK }),
              svg("text", { x: M.left - 7, y: Y(v) + 4, "text-anchor": "end", "font-size": 12 }, tickText(v)));
@@ -163,7 +156,7 @@ function lossChart(losses, title, text, look) {
   const Y = (v) => yAxis - ((v - lo) / (hi - lo)) * (yAxis - M.top - 14);
   const g = svg("g", {});
   const X = stepAxis(g, values.length, M, yAxis);
-  const step = niceStep(hi - lo, 5);
+  const step = tickStep(hi - lo, 5, [1, 2, 2.5, 5]);
   for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-12; v += step) {
     g.append(svg("line", { x1: M.left - 4, x2: M.left, y1: Y(v), y2: Y(v), stroke: INK }),
              svg("text", { x: M.left - 7, y: Y(v) + 4, "text-anchor": "end", "font-size": 12 }, tickText(v)));
@@ -209,10 +202,12 @@ function render({ model, el }) {
                    again),
                  line, report, evidence);
   el.append(root);
-  // Whether this view's Python object (the kit's AmpDoctor in a kernel) is behind the page: it answers the page's
-  // "hello". A saved page has none (save_changes may still "work": JupyterLab can open a comm to a kernel that
-  // holds no doctor), so until an answer comes, a new run is not asked for but explained.
-  let kernel = false;
+  // Whether this view's Python object is behind the page: kit.js kernelPresence (until its "here" comes, a new run
+  // is not asked for but explained).
+  const kernel = kernelPresence(model, () => {
+    root.dataset.kernel = "yes";
+    if (missing) draw();
+  });
   let pending = null;      // the "Run it again" the kernel has not answered yet
   let asked = Math.max(model.get("rerun").n || 0, model.get("last_run").n || 0);
   let missing = false;     // the line says why the selected report is not drawn
@@ -229,9 +224,7 @@ function render({ model, el }) {
     picker.value = scenario;
     for (const b of runs) {
       const on = (b.dataset.fixed === "1") === (fixed && !!fixable);
-      b.setAttribute("aria-pressed", String(on));
-      Object.assign(b.style, on ? { background: "#0969da", color: "#ffffff", fontWeight: "bold" }
-                                : { background: "", color: "", fontWeight: "" });
+      markPressed(b, on);
       if (b.dataset.fixed === "1") {
         b.disabled = !fixable;
         b.title = fixable ? "" : text.no_fix;
@@ -241,7 +234,7 @@ function render({ model, el }) {
     root.dataset.state = key;
     if (!r) {
       root.dataset.drawn = "";
-      say(kernel === false ? "no-kernel" : "computing", kernel === false ? text.no_kernel : text.computing, true);
+      say(kernel.here ? "computing" : "no-kernel", kernel.here ? text.computing : text.no_kernel, true);
       report.replaceChildren();
       evidence.replaceChildren();
       return;
@@ -282,7 +275,7 @@ function render({ model, el }) {
     asked += 1;
     model.set("rerun", { n: asked, scenario: model.get("scenario"), fixed: model.get("fixed") });
     pending = saveChanges(model) ? asked : null;        // a late answer still shows
-    say(kernel && pending ? "asked" : "no-kernel", kernel && pending ? text.computing : text.no_kernel, false);
+    say(kernel.here && pending ? "asked" : "no-kernel", kernel.here && pending ? text.computing : text.no_kernel, false);
   });
   const answered = () => {
     const last = model.get("last_run");
@@ -292,27 +285,14 @@ function render({ model, el }) {
     }
     draw();
   };
-  const hello = (msg) => {
-    if (msg && msg.event === "here") {
-      kernel = true;
-      root.dataset.kernel = "yes";
-      if (missing) draw();
-    }
-  };
   const names = ["change:scenario", "change:fixed", "change:reports"];
   for (const n of names) model.on(n, draw);
   model.on("change:last_run", answered);
-  model.on("msg:custom", hello);
   draw();
-  try {
-    model.send({ event: "hello" });
-  } catch (err) {
-    // no comm at all (a static page): no kernel
-  }
   return () => {
+    kernel.stop();
     for (const n of names) model.off(n, draw);
     model.off("change:last_run", answered);
-    model.off("msg:custom", hello);
   };
 }
 

@@ -7,76 +7,7 @@
 // explain() templates (model "note_templates"), filled here with the numbers; the page never writes a note itself.
 // The range map beside it is its own view (js/rangemap.js), rendered here through anywidget's host and moved by
 // setting its marker, so the saved notebook moves both with no kernel.
-// pyG and its digit rounding are copies of js/rangemap.js's, pyE a tie-exact pySci (kit.js is fixed); the arithmetic
-// test checks them.
-
-/** The digit string `digits` kept to `keep` digits, rounded half to even (one more digit when it carries). */
-function roundDigits(digits, keep) {
-  const kept = digits.slice(0, keep).split("");
-  const rest = digits.slice(keep);
-  const first = rest[0] || "0";
-  const tail = /[1-9]/.test(rest.slice(1));
-  const odd = Number(kept[kept.length - 1] || "0") % 2 === 1;
-  if (first > "5" || (first === "5" && (tail || odd))) {
-    let i = kept.length - 1;
-    while (i >= 0 && kept[i] === "9") { kept[i] = "0"; i -= 1; }
-    if (i < 0) kept.unshift("1"); else kept[i] = String(Number(kept[i]) + 1);
-  }
-  return kept.join("");
-}
-
-/** Python's f"{x:.{p}g}". */
-export function pyG(x, p) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
-  const [m, e] = Math.abs(x).toExponential(100).split("e");
-  let exp = parseInt(e, 10);
-  let d = roundDigits(m.replace(".", ""), p);
-  if (d.length > p) { d = d.slice(0, p); exp += 1; }
-  const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
-  let out;
-  if (exp >= -4 && exp < p) {
-    out = strip(exp >= 0 ? `${d.slice(0, exp + 1)}.${d.slice(exp + 1)}` : `0.${"0".repeat(-exp - 1)}${d}`);
-  } else {
-    out = `${strip(`${d[0]}.${d.slice(1)}`)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
-  }
-  return (x < 0 ? "-" : "") + out;
-}
-
-/** Python's f"{x:.{n}e}", ties to even on the exact value (kit.js pySci rounds exact ties up: 2^-7 as .3e). */
-export function pyE(x, n) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  const [m, e] = Math.abs(x).toExponential(100).split("e");
-  let exp = parseInt(e, 10);
-  let d = x === 0 ? "0".repeat(n + 1) : roundDigits(m.replace(".", ""), n + 1);
-  if (d.length > n + 1) { d = d.slice(0, n + 1); exp += 1; }
-  const sign = x < 0 || Object.is(x, -0) ? "-" : "";
-  return `${sign}${d[0]}${n > 0 ? `.${d.slice(1)}` : ""}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
-}
-
-/** Python's repr of a str (quotes, backslashes and control characters escaped). */
-export function pyStrRepr(s) {
-  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
-  const body = [...s].map((c) => {
-    if (c === "\\" || c === q) return `\\${c}`;
-    if (c === "\n") return "\\n";
-    if (c === "\r") return "\\r";
-    if (c === "\t") return "\\t";
-    const n = c.codePointAt(0);
-    if (n < 0x20 || n === 0x7f) return `\\x${n.toString(16).padStart(2, "0")}`;
-    return c;
-  }).join("");
-  return q + body + q;
-}
-
-/** A Python float's repr as sent ("0.1", "-0.0", "inf", "nan") -> the number. */
-export function fromRepr(text) {
-  if (text === "nan") return NaN;
-  if (text === "inf" || text === "-inf") return text === "inf" ? Infinity : -Infinity;
-  return Number(text);
-}
+// Python's printing (pyRepr, pySci, pyG, pyStrRepr) is kit.js's.
 
 /** [the double nearest num / den (BigInts, den > 0; ties to even, subnormals and overflow as IEEE does), whether it
  * is exactly num / den]. */
@@ -163,15 +94,7 @@ export function parseTyped(text) {
 }
 
 // -- one format's arithmetic, on the limits the engine sent: {bits, exponent_bits, mantissa_bits, bias, emin,
-//    has_inf, nan_pattern, from_inf, from_ninf, ... roundTo's limits}
-
-/** The value `x` is stored as (torch's cast: kit.js roundTo; inf and past float32 as the engine's cast of ±inf). */
-export function storedValue(x, f) {
-  if (Number.isNaN(x)) return NaN;
-  const y = roundTo(x, f);
-  if (Number.isFinite(y) || Number.isNaN(y)) return y;
-  return fromRepr(y > 0 ? f.from_inf : f.from_ninf);
-}
+//    has_inf, nan_pattern, ... roundTo's limits}
 
 /** The bit pattern (an integer) of a value of format f. */
 export function encode(x, f) {
@@ -223,23 +146,11 @@ export function flipBit(p, pos, f) {
   return Math.floor(p / w) % 2 === 1 ? p - w : p + w;
 }
 
-/** What storing `value` as `stored` did (ampkit.formats.verdict): kit.js verdictOf, and saturation past max. */
-export function verdictIn(value, stored, f) {
-  const out = verdictOf(value, stored);
-  if (Number.isFinite(value) && Number.isFinite(stored)) {
-    const a = Math.abs(value);
-    if (a > f.overflow_threshold || (a === f.overflow_threshold && f.overflow_tie_up)) {
-      return ["saturated to max", out[1], out[1] / a];
-    }
-  }
-  return out;
-}
-
 /** Everything the explorer shows of pattern `p` of format f, asked for `value` (decompose / from_bits). */
 export function describe(value, p, f) {
   const d = decode(p, f);
   const [s, e, m] = fields(p, f);
-  const [verdict, absError, relError] = verdictIn(value, d.value, f);
+  const [verdict, absError, relError] = verdictOf(value, d.value, f);
   let prev = NaN, next = NaN;
   const val = (q) => decode(q, f).value;
   const signed = s === 1;
@@ -257,7 +168,7 @@ export function describe(value, p, f) {
 export function explore(value, formats, flipped) {
   return formats.map((f) => {
     if (flipped && flipped.fmt === f.name) return describe(decode(flipped.pattern, f).value, flipped.pattern, f);
-    return describe(value, encode(storedValue(value, f), f), f);
+    return describe(value, encode(roundTo(value, f), f), f);
   });
 }
 
@@ -276,7 +187,7 @@ function fill(template, fields) {
     if (x === undefined) return all;
     if (conv === "!r") return pyStrRepr(x);
     if (spec === ".3g") return pyG(x, 3);
-    if (spec === ".1e") return pyE(x, 1);
+    if (spec === ".1e") return pySci(x, 1);
     return String(x);
   });
 }
@@ -308,7 +219,7 @@ export function typedError(err, words) {
 function short(x) {
   if (Number.isNaN(x)) return "—";
   if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  return x === 0 ? "0" : pyE(x, 3);
+  return x === 0 ? "0" : pySci(x, 3);
 }
 
 const CSS = `
@@ -351,6 +262,8 @@ async function render({ model, el, host }) {
   el.append(root);
   let mapModel = null;
   let pending = null;     // typed text only the engine can read (a power Python's ** rounds), until it answers
+  // without a kernel behind the page (kit.js kernelPresence) the pending text says that it needs one
+  const kernel = kernelPresence(model, () => paint());
 
   function state() {
     return explore(fromRepr(model.get("value_repr")), formats, model.get("flipped"));
@@ -398,7 +311,7 @@ async function render({ model, el, host }) {
         h("td", {}, h("code", {}, pyRepr(d.prev))), h("td", {}, h("code", {}, pyRepr(d.next))))));
     const error = model.get("error_text");
     if (pending !== null) {
-      message.replaceChildren(h("div", { class: "ampkit-pending" }, `${pending}: ${text.kernel}`));
+      message.replaceChildren(h("div", { class: "ampkit-pending" }, `${pending}: ${kernel.here ? "…" : text.kernel}`));
     } else if (error) {
       message.replaceChildren(h("div", { class: "ampkit-error", style: { color: look.colours.status.bad } },
                                     `⚠️ ${error}`));
@@ -461,7 +374,7 @@ async function render({ model, el, host }) {
     });
     paint();
   }
-  return () => { for (const e of events) model.off(e, changed); };
+  return () => { kernel.stop(); for (const e of events) model.off(e, changed); };
 }
 
 export default { render };

@@ -4,36 +4,9 @@
 // non-finite step}); when the run ends the whole curve is the model's "losses" (the saved state), which replaces
 // what the messages built (and fills the gap of points sent before the view was drawn). Nothing is decided here:
 // which steps are non-finite is the engine's "bad".
-// parseLosses, ticks and linePath are the same small helpers as js/olevel.js's (kit.js is shared and not edited).
+// parseLosses, ticks and linePath: kit.js.
 
 const W = 700, H = 300, M = { left: 64, right: 16, top: 34, bottom: 48 };
-
-/** A run's losses as numbers (Python's repr words: "nan", "inf", "-inf" or a float Number() reads exactly). */
-export function parseLosses(words) {
-  if (!words) return [];
-  return words.split(" ").map((w) => (w === "nan" ? NaN : w === "inf" ? Infinity : w === "-inf" ? -Infinity
-                                                                                               : Number(w)));
-}
-
-/** Ticks at a 1/2/5 step for [0, top] (about n of them). */
-export function ticks(top, n = 5) {
-  const raw = top / n, p = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw) ?? raw;
-  const out = [];
-  for (let v = 0; v <= top + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
-  return out;
-}
-
-/** A polyline through the finite points (a gap where a loss is inf/NaN), coordinates to 2 decimals. */
-export function linePath(ys, X, Y) {
-  let d = "", pen = false;
-  ys.forEach((y, i) => {
-    if (!Number.isFinite(y)) { pen = false; return; }
-    d += `${pen ? "L" : "M"}${X(i).toFixed(2)},${Y(y).toFixed(2)}`;
-    pen = true;
-  });
-  return d;
-}
 
 function render({ model, el }) {
   const look = model.get("look"), text = model.get("text");
@@ -56,11 +29,11 @@ function render({ model, el }) {
     const g = svg("g", { fill: "#24292f" });
     g.append(svg("line", { x1: M.left, x2: W - M.right, y1: yb, y2: yb, stroke: "#24292f" }),
              svg("line", { x1: M.left, x2: M.left, y1: M.top, y2: yb, stroke: "#24292f" }));
-    for (const v of ticks(xmax, 6).filter(Number.isInteger)) {
+    for (const v of ticks(0, xmax, 6).filter(Number.isInteger)) {
       g.append(svg("line", { x1: X(v), x2: X(v), y1: yb, y2: yb + 4, stroke: "#24292f" }),
                svg("text", { x: X(v), y: yb + 17, "text-anchor": "middle" }, String(v)));
     }
-    for (const v of ticks(top, 5).filter((t) => t <= top)) {
+    for (const v of ticks(0, top, 5).filter((t) => t <= top)) {
       g.append(svg("line", { x1: M.left - 4, x2: M.left, y1: Y(v), y2: Y(v), stroke: "#24292f" }),
                svg("text", { x: M.left - 7, y: Y(v) + 4, "text-anchor": "end" }, String(v)));
     }

@@ -4,37 +4,11 @@
 // losses as Python's repr, the first non-finite step, the table's rows, the memory per category, the lines as the
 // engine prints them; "labels" names each (level, dtype) as the engine does) and the page SELECTS one. A run not
 // trained yet is asked of the kernel (setting level/low trains it there; progress arrives as messages); without a
-// kernel (none answered the view's "hello") the page says so in one line. Step times arrive as messages only (never in the saved state).
+// kernel (kit.js kernelPresence: none answered the page's "hello") the page says so in one line. Step times arrive
+// as messages only (never in the saved state).
 
 const LW = 600, LH = 310, LM = { left: 64, right: 16, top: 34, bottom: 48 };
 const MW = 430, MH = 310, MM = { left: 64, right: 10, top: 34, bottom: 76 };
-
-/** A run's losses as numbers (Python's repr words: "nan", "inf", "-inf" or a float Number() reads exactly). */
-export function parseLosses(words) {
-  if (!words) return [];
-  return words.split(" ").map((w) => (w === "nan" ? NaN : w === "inf" ? Infinity : w === "-inf" ? -Infinity
-                                                                                               : Number(w)));
-}
-
-/** Ticks at a 1/2/5 step for [0, top] (about n of them). */
-export function ticks(top, n = 5) {
-  const raw = top / n, p = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw) ?? raw;
-  const out = [];
-  for (let v = 0; v <= top + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
-  return out;
-}
-
-/** A polyline through the finite points (a gap where a loss is inf/NaN), coordinates to 2 decimals. */
-export function linePath(ys, X, Y) {
-  let d = "", pen = false;
-  ys.forEach((y, i) => {
-    if (!Number.isFinite(y)) { pen = false; return; }
-    d += `${pen ? "L" : "M"}${X(i).toFixed(2)},${Y(y).toFixed(2)}`;
-    pen = true;
-  });
-  return d;
-}
 
 /** A message to the kernel, if there is one (a saved page's model has no channel: nothing is sent). */
 export function trySend(model, content) {
@@ -68,9 +42,7 @@ function render({ model, el }) {
   const { dtype: dcol, status } = look.colours;
   applyLook(el, look);
   const levels = model.get("levels"), dtypes = model.get("dtypes");
-  // live: the kernel answered this view (a saved page's model has no kernel behind it, and kit.js's saveChanges
-  // cannot tell: ipywidgets' save_changes does nothing, silently, on a model whose comm is not live)
-  let timings = {}, note = null, waiting = false, live = false;   // step times (kernel messages), the status line
+  let timings = {}, note = null, waiting = false;   // step times (kernel messages), the status line
 
   const range = h("input", { type: "range", min: 0, max: levels.length - 1, step: 1,
                              class: "ampkit-range ampkit-olevel-range", style: { width: "220px" },
@@ -106,8 +78,8 @@ function render({ model, el }) {
     const X = (i) => LM.left + (i / xmax) * (LW - LM.left - LM.right);
     const Y = (v) => LH - LM.bottom - (v / top) * (LH - LM.top - LM.bottom);
     const g = svg("g", { fill: "#24292f" });
-    const xt = ticks(xmax, 6).filter((v) => Number.isInteger(v)).map((v) => [v, String(v)]);
-    axes(g, LM, LW, LH, xt, ticks(top, 5).filter((v) => v <= top), X, Y, text.xlabel, text.ylabel);
+    const xt = ticks(0, xmax, 6).filter((v) => Number.isInteger(v)).map((v) => [v, String(v)]);
+    axes(g, LM, LW, LH, xt, ticks(0, top, 5).filter((v) => v <= top), X, Y, text.xlabel, text.ylabel);
     const colour = dcol[run.colour];
     g.append(svg("path", { class: "ampkit-olevel-run", d: linePath(ys, X, Y), fill: "none", stroke: colour,
                            "stroke-width": 2.6, "stroke-opacity": 0.85, "data-label": run.label }));
@@ -149,7 +121,7 @@ function render({ model, el }) {
     const X = (i) => MM.left + (i + 0.5) * slotW;
     const Y = (v) => MH - MM.bottom - (v / top) * (MH - MM.top - MM.bottom);
     const g = svg("g", { fill: "#24292f" });
-    axes(g, MM, MW, MH, [], ticks(top, 5).filter((v) => v <= top), X, Y, "", text.mem_ylabel);
+    axes(g, MM, MW, MH, [], ticks(0, top, 5).filter((v) => v <= top), X, Y, "", text.mem_ylabel);
     const colour = dcol[run.colour], w = slotW * 0.36;
     run.memory.forEach((b, i) => {
       const b0 = run.memory0[i];
@@ -220,7 +192,7 @@ function render({ model, el }) {
     const missing = !model.get("runs")[label()];
     bar.style.display = "none";
     waiting = missing;
-    note = !missing ? null : live ? fillText(text.training, { label: label(), step: 0, steps: model.get("steps") })
+    note = !missing ? null : kernel.here ? fillText(text.training, { label: label(), step: 0, steps: model.get("steps") })
                                   : text.no_kernel;
     draw();
   }
@@ -229,10 +201,10 @@ function render({ model, el }) {
   for (const b of buttons) b.addEventListener("click", () => choose(model.get("level"), b.dataset.dtype));
   runAll.addEventListener("click", () => {
     trySend(model, { type: "run_all" });
-    if (!live) { note = text.no_kernel; draw(); }
+    if (!kernel.here) { note = text.no_kernel; draw(); }
   });
   const onMsg = (msg) => {
-    live = true;
+    if (!msg || !msg.type) return;
     if (msg.type === "progress") {
       bar.style.display = "";
       bar.max = msg.steps;
@@ -254,9 +226,14 @@ function render({ model, el }) {
   model.on("change:runs", onRuns);
   model.on("change:level", draw);
   model.on("change:low", draw);
+  // a kernel answers the page's hello ("here", then the step times it measured); a saved page's does not
+  const kernel = kernelPresence(model, () => {
+    if (waiting && note === text.no_kernel) note = fillText(text.training, { label: label(), step: 0, steps: model.get("steps") });
+    draw();
+  });
   draw();
-  trySend(model, { type: "hello" });    // a kernel answers (the step times it measured); a saved page's does not
   return () => {
+    kernel.stop();
     model.off("msg:custom", onMsg);
     model.off("change:runs", onRuns);
     model.off("change:level", draw);

@@ -8,56 +8,7 @@ const BAND_KEYS = ["flushed", "subnormal", "normal", "overflow"];
 
 /** A Python float's repr as the engine sent it ("1e-06", "inf", "nan"; "" for none) -> a number (null for none). */
 export function parseRepr(text) {
-  if (text === "") return null;
-  if (text === "nan") return NaN;
-  if (text === "inf" || text === "-inf") return text === "inf" ? Infinity : -Infinity;
-  return Number(text);
-}
-
-/** The digit string `digits` kept to `keep` digits, rounded half to even (one more digit when it carries). */
-function roundDigits(digits, keep) {
-  const kept = digits.slice(0, keep).split("");
-  const rest = digits.slice(keep);
-  const first = rest[0] || "0";
-  const tail = /[1-9]/.test(rest.slice(1));
-  const odd = Number(kept[kept.length - 1] || "0") % 2 === 1;
-  if (first > "5" || (first === "5" && (tail || odd))) {
-    let i = kept.length - 1;
-    while (i >= 0 && kept[i] === "9") { kept[i] = "0"; i -= 1; }
-    if (i < 0) kept.unshift("1"); else kept[i] = String(Number(kept[i]) + 1);
-  }
-  return kept.join("");
-}
-
-/** Python's f"{x:.{n}f}" (round half to even on the exact binary value). */
-export function pyFixed(x, n) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  const sign = x < 0 || Object.is(x, -0) ? "-" : "";
-  const a = Math.abs(x);   // every digit of a double: an integer from 2**53 on, else toFixed's 100 decimals
-  const [ip, fp] = a >= 2 ** 53 ? [BigInt(a).toString(), ""] : a.toFixed(100).split(".");
-  const d = roundDigits(ip + fp.padEnd(n, "0"), ip.length + n);
-  const whole = d.slice(0, d.length - n).replace(/^0+(?=\d)/, "");
-  return `${sign}${whole}${n > 0 ? `.${d.slice(d.length - n)}` : ""}`;
-}
-
-/** Python's f"{x:.{p}g}" (p significant digits, trailing zeros dropped, exponent form below 1e-4 or from 10**p). */
-export function pyG(x, p) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
-  const [m, e] = Math.abs(x).toExponential(100).split("e");
-  let exp = parseInt(e, 10);
-  let d = roundDigits(m.replace(".", ""), p);
-  if (d.length > p) { d = d.slice(0, p); exp += 1; }
-  const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
-  let out;
-  if (exp >= -4 && exp < p) {
-    out = strip(exp >= 0 ? `${d.slice(0, exp + 1)}.${d.slice(exp + 1)}` : `0.${"0".repeat(-exp - 1)}${d}`);
-  } else {
-    out = `${strip(`${d[0]}.${d.slice(1)}`)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
-  }
-  return (x < 0 ? "-" : "") + out;
+  return text === "" ? null : fromRepr(text);
 }
 
 /** Where the marker of `value` goes: {x: log2|value| (Infinity for inf), pos: x clamped to [lo, hi], label}; x and
@@ -79,14 +30,8 @@ export function shiftedEdges(edges, k) {
   return edges.map((e) => e + k);
 }
 
-/** Ticks at multiples of a round step (1, 2, 2.5 or 5 times a power of ten) between lo and hi, at most `most`. */
-function ticks(lo, hi, most) {
-  const base = 10 ** Math.floor(Math.log10((hi - lo) / most));
-  const step = [1, 2, 2.5, 5, 10].map((f) => f * base).find((s) => (hi - lo) / s <= most);
-  const out = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step) out.push(Math.round(t * 1e6) / 1e6);
-  return out;
-}
+/** The range map's axis steps: 1, 2, 2.5 or 5 times a power of ten (kit.js ticks). */
+const STEPS = [1, 2, 2.5, 5];
 
 let clipCount = 0;
 const WIDTH = 820, LEFT = 92, RIGHT = 24, ROW = 30, HIST = 150;
@@ -138,7 +83,7 @@ function render({ model, el }) {
     parts.push(svg("text", { x: LEFT + plotW / 2, y, "text-anchor": "middle", "font-size": "0.85em" }, text.axis10));
     y += 24;
     const axisTop = y;
-    for (const t of ticks(lo * Math.LOG10E * Math.LN2, hi * Math.LOG10E * Math.LN2, 12)) {
+    for (const t of ticks(lo * Math.LOG10E * Math.LN2, hi * Math.LOG10E * Math.LN2, 12, STEPS)) {
       const x = px(t / (Math.LOG10E * Math.LN2));
       parts.push(svg("line", { x1: x, x2: x, y1: axisTop - 4, y2: axisTop, stroke: "#57606a" }),
                  svg("text", { x, y: axisTop - 7, "text-anchor": "middle", "font-size": "0.8em",
@@ -173,7 +118,7 @@ function render({ model, el }) {
                                      Number.isInteger(k) ? String(k) : pyFixed(k, 2))),
                  svg("text", { x: 14, y: top + HIST / 2, "text-anchor": "middle", "font-size": "0.75em",
                                transform: `rotate(-90 14 ${top + HIST / 2})` }, text.count));
-      for (const t of ticks(0, most, 4)) {
+      for (const t of ticks(0, most, 4, STEPS)) {
         const ty = bottom - (t / most) * HIST;
         parts.push(svg("line", { x1: LEFT - 4, x2: LEFT, y1: ty, y2: ty, stroke: "#57606a" }),
                    svg("text", { x: LEFT - 6, y: ty, "text-anchor": "end", "dominant-baseline": "middle",
@@ -196,7 +141,7 @@ function render({ model, el }) {
     });
     const rowsBottom = rowsTop + formats.length * ROW;
     parts.push(svg("line", { x1: LEFT, x2: LEFT + plotW, y1: rowsBottom, y2: rowsBottom, stroke: "#57606a" }));
-    for (const t of ticks(lo, hi, 14)) {
+    for (const t of ticks(lo, hi, 14, STEPS)) {
       const x = px(t);
       parts.push(svg("line", { x1: x, x2: x, y1: rowsBottom, y2: rowsBottom + 4, stroke: "#57606a" }),
                  svg("text", { x, y: rowsBottom + 18, "text-anchor": "middle", "font-size": "0.8em",

@@ -5,7 +5,7 @@
 // per step as run-length log2 values, the skipped steps, the readout's numbers as the engine prints them); the page
 // SELECTS. Another setting is replayed by the kernel on a move (model "current"); with no kernel, the nearest
 // computed setting is shown greyed with one line saying so. Every word comes from the model's "text".
-// Shared helpers written here (kit.js is not edited): fillNodes (a template whose fields are nodes), marker shapes.
+// This view's own helpers: fillNodes (a template whose fields are nodes), marker shapes.
 
 const W = 780, H = 410, M = { left: 58, right: 212, top: 36, bottom: 46 };
 const NAMES = ["init", "interval", "backoff", "hysteresis"];
@@ -197,7 +197,8 @@ function render({ model, el }) {
     const y = M.top + 8 + 16 * row, x = xr + 14;
     legend.append(...draw(x, y), svg("text", { x: x + 34, y: y + 4 }, label));
   };
-  let timer = null, late = false;
+  // a setting not computed: a kernel behind the page (kit.js kernelPresence) replays it; without one, the line
+  const kernel = kernelPresence(model, () => draw());
 
   function draw() {
     const setting = model.get("setting"), shown = model.get("shown"), at = model.get("at_init");
@@ -218,7 +219,7 @@ function render({ model, el }) {
     readout.replaceChildren(...skipped, " · ", ...fillNodes(text.final, { s: power(r.final) }));
     readout.querySelector("b")?.classList.add("ampkit-skipped");
     readout.style.opacity = exact ? 1 : 0.5;
-    note.textContent = !exact && late ? text.uncomputed : "";
+    note.textContent = !exact && !kernel.here ? text.uncomputed : "";
     // the presets: each from its own start, or from log2(init)
     presetLayer.replaceChildren();
     const lines = [];
@@ -277,12 +278,7 @@ function render({ model, el }) {
 
   function set(name, value) {
     model.set(name, value);
-    // no kernel (nothing to send to, or a saved view JupyterLab marks disconnected): the line at once; a kernel
-    // that does not answer within 2 s: the line then
-    const kernel = saveChanges(model) && !el.closest(".jupyter-widgets-disconnected");
-    clearTimeout(timer);
-    late = !kernel;
-    if (kernel) timer = setTimeout(() => { late = true; draw(); }, 2000);
+    saveChanges(model);
     draw();
   }
 
@@ -298,7 +294,7 @@ function render({ model, el }) {
   const events = ["setting", "shown", "at_init", "current"];
   events.forEach((n) => model.on(`change:${n}`, draw));
   draw();
-  return () => { clearTimeout(timer); events.forEach((n) => model.off(`change:${n}`, draw)); };
+  return () => { kernel.stop(); events.forEach((n) => model.off(`change:${n}`, draw)); };
 }
 
 export default { render };

@@ -5,7 +5,7 @@
 export function rows(value, formats) {
   return formats.map((f) => {
     const stored = roundTo(value, f);
-    const [verdict, , rel] = verdictOf(value, stored);
+    const [verdict, , rel] = verdictOf(value, stored, f);
     return { fmt: f.name, value, stored, rel, verdict };
   });
 }

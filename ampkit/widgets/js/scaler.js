@@ -63,7 +63,7 @@ function render({ model, el }) {
   [...text.bands.map(([n, label]) => [band[n], 0.35, label]), ["#0969da", 0.8, text.bars]].forEach(([colour, op, label]) => {
     legend.append(svg("rect", { x: lx, y: 31, width: 14, height: 11, fill: colour, "fill-opacity": op }),
                   svg("text", { x: lx + 18, y: 41 }, label));
-    lx += 32 + 6.2 * [...label].length * (/[\u3000-\u9fff]/.test(label) ? 1.8 : 1);
+    lx += 32 + labelWidth(label, 6.2);
   });
   const plot = svg("svg", { class: "ampkit-scale-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
                             "font-family": "sans-serif" },
@@ -82,9 +82,7 @@ function render({ model, el }) {
     if (document.activeElement !== number) number.value = String(k);
     for (const b of buttons) {
       const on = b.dataset.fmt === fmt;
-      b.setAttribute("aria-pressed", String(on));
-      Object.assign(b.style, on ? { background: "#0969da", color: "#ffffff", fontWeight: "bold" }
-                                : { background: "", color: "", fontWeight: "" });
+      markPressed(b, on);
     }
     readout.replaceChildren(
       ...fillMarkup(text.head, { k, fmt }),

@@ -6,8 +6,7 @@
 // ports ampkit.timeline's simulate, gantt_bars and summarise line by line, from the costs the engine sent (model
 // "base_costs": the costs no slider moves; the sliders' traits) — no rule of the kit lives here, and
 // tests/browser/test_front_sink_arith_browser.py holds every bar and every printed number equal to the engine's on
-// random settings. Python's number formats (pyFixed, pyG: round half to even on the exact binary value) are copied
-// from rangemap.js (kit.js has no copy yet). Every word comes from the model's "text" (the kit's language).
+// random settings. Python's number formats (pyFixed, pyG) are kit.js's. Every word comes from the model's "text" (the kit's language).
 
 export const LANE_NAMES = ["loader", "host", "device"];
 export const SINK_MODE_NAMES = ["none", "data", "data+graph", "data+graph+loop"];
@@ -152,53 +151,6 @@ export function summarise(mode, p) {
            speedup: tl.total > 0 ? base.total / tl.total : Infinity };
 }
 
-/** The digit string `digits` kept to `keep` digits, rounded half to even (one more digit when it carries). */
-function roundDigits(digits, keep) {
-  const kept = digits.slice(0, keep).split("");
-  const rest = digits.slice(keep);
-  const first = rest[0] || "0";
-  const tail = /[1-9]/.test(rest.slice(1));
-  const odd = Number(kept[kept.length - 1] || "0") % 2 === 1;
-  if (first > "5" || (first === "5" && (tail || odd))) {
-    let i = kept.length - 1;
-    while (i >= 0 && kept[i] === "9") { kept[i] = "0"; i -= 1; }
-    if (i < 0) kept.unshift("1"); else kept[i] = String(Number(kept[i]) + 1);
-  }
-  return kept.join("");
-}
-
-/** Python's f"{x:.{n}f}" (round half to even on the exact binary value); comma: f"{x:,.{n}f}". */
-export function pyFixed(x, n, comma = false) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  const sign = x < 0 || Object.is(x, -0) ? "-" : "";
-  const a = Math.abs(x);
-  const [ip, fp] = a >= 2 ** 53 ? [BigInt(a).toString(), ""] : a.toFixed(100).split(".");
-  const d = roundDigits(ip + fp.padEnd(n, "0"), ip.length + n);
-  let whole = d.slice(0, d.length - n).replace(/^0+(?=\d)/, "");
-  if (comma) whole = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  return `${sign}${whole}${n > 0 ? `.${d.slice(d.length - n)}` : ""}`;
-}
-
-/** Python's f"{x:.{p}g}". */
-export function pyG(x, p) {
-  if (Number.isNaN(x)) return "nan";
-  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
-  const [m, e] = Math.abs(x).toExponential(100).split("e");
-  let exp = parseInt(e, 10);
-  let d = roundDigits(m.replace(".", ""), p);
-  if (d.length > p) { d = d.slice(0, p); exp += 1; }
-  const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
-  let out;
-  if (exp >= -4 && exp < p) {
-    out = strip(exp >= 0 ? `${d.slice(0, exp + 1)}.${d.slice(exp + 1)}` : `0.${"0".repeat(-exp - 1)}${d}`);
-  } else {
-    out = `${strip(`${d[0]}.${d.slice(1)}`)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
-  }
-  return (x < 0 ? "-" : "") + out;
-}
-
 /** The readout's numbers as ampkit.widgets.sinking.summary_html prints them, and the chart's title fields. */
 export function printed(mode, s) {
   return { step: `${pyFixed(s.step_time * 1e6, 1)} µs`, rate: pyFixed(s.steps_per_s, 0, true),
@@ -215,18 +167,8 @@ export function shownOf(c, base) {
   return { p, s, text: printed(c.sink_mode, s) };
 }
 
-/** Round axis ticks (1, 2 or 5 times a power of ten) from 0 to top, at most `most`. */
-function ticks(top, most = 8) {
-  const base = 10 ** Math.floor(Math.log10(top / most));
-  const step = [1, 2, 5, 10].map((f) => f * base).find((st) => top / st <= most);
-  const out = [];
-  for (let i = 0; i * step <= top; i++) out.push(i * step);
-  return { out, step };
-}
-
 const W = 860, LEFT = 78, RIGHT = 16, TOP = 34, ROW = 52, AXIS = TOP + 3 * ROW;
 const H = AXIS + 100;
-const NO_ANSWER_MS = 3000;
 const CONTROLS = ["sink_mode", "sink_steps", "prep_us", "launch_us", "op_count", "op_us", "device_async"];
 
 function render({ model, el }) {
@@ -287,9 +229,7 @@ function render({ model, el }) {
     const { s, text: t } = shownOf(c, model.get("base_costs"));
     for (const b of modeButtons) {
       const on = b.dataset.mode === c.sink_mode;
-      b.setAttribute("aria-pressed", String(on));
-      Object.assign(b.style, on ? { background: "#0969da", color: "#ffffff", fontWeight: "bold" }
-                                : { background: "", color: "", fontWeight: "" });
+      markPressed(b, on);
     }
     for (const sl of sliders) {
       const v = c[sl.trait];
@@ -305,7 +245,7 @@ function render({ model, el }) {
     title.textContent = fillText(text.title, t.title);
     const run = Math.max(s.tl.total / 1e-6, 1e-9), end = run * 1.01;   // the axis: 0 … 1.01 × the run, in µs
     const X = (us) => LEFT + (us / end) * (W - LEFT - RIGHT);
-    const { out: tickValues, step } = ticks(end);
+    const step = tickStep(end, 8), tickValues = ticks(0, end, 8);
     const digits = Math.max(0, -Math.floor(Math.log10(step)));
     tickLayer.replaceChildren(...tickValues.flatMap((v) => [
       svg("line", { x1: X(v), x2: X(v), y1: TOP, y2: AXIS + 4, stroke: "#d0d7de" }),
@@ -351,32 +291,24 @@ function render({ model, el }) {
     });
   }
   asyncBox.addEventListener("change", () => set("device_async", asyncBox.checked));
-  // "measure" runs real steps on the kernel's machine. A kernel answers at once ({event: "measuring"}), then sends
-  // the measured costs and its words (status); a view restored from a saved notebook has no comm (its messages go
-  // nowhere, silently), so no answer within NO_ANSWER_MS means no kernel: the page says so in one line. (What is
-  // shown is only this line of text; the view's state never depends on the wait.)
-  let waiting = null;
-  const answered = () => { if (waiting !== null) { clearTimeout(waiting); waiting = null; } };
+  // "measure" runs real steps on the kernel's machine: with a kernel behind the page (kit.js kernelPresence) the
+  // button asks it, and it sends the measured costs and its words (status); without one the page says so in one line.
+  const kernel = kernelPresence(model);
   measure.addEventListener("click", () => {
-    answered();
-    if (!saveChanges(model)) { status.textContent = text.no_kernel; return; }
+    if (!kernel.here) { status.textContent = text.no_kernel; return; }
     status.textContent = text.measuring;
-    waiting = setTimeout(() => { waiting = null; status.textContent = text.no_kernel; }, NO_ANSWER_MS);
     model.send({ event: "measure" });
   });
-  const onMsg = (msg) => { if (msg && msg.event === "measuring") answered(); };
-  const showStatus = () => { if (model.get("status")) { answered(); status.textContent = model.get("status"); } };
+  const showStatus = () => { if (model.get("status")) status.textContent = model.get("status"); };
   const names = [...CONTROLS, "base_costs"];
   names.forEach((n) => model.on(`change:${n}`, draw));
   model.on("change:status", showStatus);
-  model.on("msg:custom", onMsg);
   showStatus();
   draw();
   return () => {
-    answered();
+    kernel.stop();
     names.forEach((n) => model.off(`change:${n}`, draw));
     model.off("change:status", showStatus);
-    model.off("msg:custom", onMsg);
   };
 }
 
