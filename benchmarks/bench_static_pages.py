@@ -14,6 +14,10 @@ For every committed notebook (``notebooks/NN_*.ipynb``; ``--zh`` adds ``notebook
   drawn when both numbers are equal; ``page_errors``: the page's errors and console errors, e.g. why a view was
   not drawn); ``load_ms`` the page's load event for comparison. A notebook with no kit
   view (08) has no runtime and no attribute: ``-``.
+- **key press -> redrawn** in the static page (``key_presses``): in the first opening, each drawn view's first
+  control (a range, or AmpDoctor's ``<select>``) pressed 15 times (3 up, 3 down, ...; a control at its top starts
+  down), timed inside the page as ``bench_browser_latency.py`` does (the view's last change after the press, quiet
+  after 300 ms); ``no_change`` counts presses after which nothing changed within 5 s. Target (issue #30): <= 16 ms.
 
 No target in the issue; printed for comparison. Skips, with a message, when no chromium or no playwright is found.
 
@@ -33,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_browser_latency import load_harness
+from bench_browser_latency import INSTALL_JS, load_harness, percentile
 from bench_notebooks import host_info
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,10 +65,50 @@ def export(nb: Path, out: Path) -> tuple[float, float]:
     return wall, float(m.group(1)) if m else float("nan")
 
 
+QUIET_JS = """(quiet) => { const s = window.__ampkitLat;
+                            return s.first !== null && performance.now() - s.last > quiet; }"""
+DIRECTION_JS = """(c) => c.tagName === 'SELECT' ? (c.selectedIndex < c.options.length - 1 ? 1 : -1)
+                                          : (Number(c.value) < Number(c.max) ? 1 : -1)"""
+
+
+def press_controls(page) -> list[dict]:
+    """In an opened page, each drawn view's first control (a range or a <select>), 15 key presses: ms from the key
+    press to the view's last change (``bench_browser_latency``'s in-page stamps; quiet after 300 ms)."""
+    out = []
+    views = page.locator(".ampkit-static-view[data-rendered=true]")
+    for i in range(views.count()):
+        control = views.nth(i).locator("input[type=range], select").first
+        if control.count() == 0:
+            continue                      # a view with buttons only (BlockScalingExplorer) or none (LiveLossPlot)
+        control.scroll_into_view_if_needed()
+        page.evaluate(INSTALL_JS, control.element_handle())
+        select = control.evaluate("(c) => c.tagName === 'SELECT'")
+        up, down = ("ArrowDown", "ArrowUp") if select else ("ArrowRight", "ArrowLeft")
+        if page.evaluate(DIRECTION_JS, control.element_handle()) < 0:
+            up, down = down, up
+        control.focus()
+        redrawn, missed = [], 0
+        for key in ([up] * 3 + [down] * 3) * 2 + [up] * 3:
+            control.press(key)
+            try:
+                page.wait_for_function(QUIET_JS, arg=300, timeout=5_000, polling=50)
+            except Exception:                 # the press changed nothing within 5 s
+                missed += 1
+                continue
+            s = page.evaluate("() => window.__ampkitLat")
+            redrawn.append(s["last"] - s["t0"])
+        name = views.nth(i).evaluate("(v) => v.querySelector('.ampkit-static-rendered > [class]')?.className ?? ''")
+        out.append({"view": i, "classes": name[:80], "control": "select" if select else "range",
+                    "redrawn_median_ms": round(statistics.median(redrawn), 2) if redrawn else None,
+                    "redrawn_p90_ms": round(percentile(redrawn, 0.9), 2) if redrawn else None,
+                    "presses": len(redrawn), "no_change": missed})
+    return out
+
+
 def open_page(browser, page_path: Path, rounds: int) -> dict:
     """Open the page ``rounds`` times: ms to body[data-ampkit-views] and to the load event (medians)."""
     has_views = 'class="jp-OutputArea-output ampkit-static-view' in page_path.read_text(encoding="utf-8")
-    drawn, load, views, errors = [], [], None, []
+    drawn, load, views, errors, presses = [], [], None, [], []
     for _ in range(rounds):
         page = browser.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -77,10 +121,12 @@ def open_page(browser, page_path: Path, rounds: int) -> dict:
             drawn.append(s["ms"])
             views = s["views"]
         load.append(page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd"))
+        if has_views and not presses:
+            presses = press_controls(page)
         page.close()
     return {"views": views, "drawn_ms": round(statistics.median(drawn), 1) if drawn else None,
             "drawn_ms_each": [round(x, 1) for x in drawn], "load_ms": round(statistics.median(load), 1),
-            "page_errors": list(dict.fromkeys(errors))[:3]}
+            "page_errors": list(dict.fromkeys(errors))[:3], "key_presses": presses}
 
 
 def main(argv: list[str]) -> int:
@@ -127,6 +173,11 @@ def main(argv: list[str]) -> int:
                       f"{r['page_kb']:6.0f} KB; views {r['views'] or '-':5} drawn {drawn:>7} after the page opened "
                       f"(load {r['load_ms']:.0f} ms)" + (f"  PAGE ERRORS {r['page_errors']}" if r["page_errors"]
                                                          else ""), flush=True)
+                for k in r["key_presses"]:
+                    med = "-" if k["redrawn_median_ms"] is None else f"{k['redrawn_median_ms']:.1f} ms"
+                    print(f"      view {k['view']} ({k['classes'][:40]}): key press -> redrawn {med} median over "
+                          f"{k['presses']} presses on its {k['control']}"
+                          + (f", {k['no_change']} presses changed nothing" if k["no_change"] else ""), flush=True)
         finally:
             browser.close()
     print(f"(medians of {rounds} openings in headless Chromium; load average {load_start[0]:.1f} at the start)")
