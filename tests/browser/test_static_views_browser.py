@@ -1,11 +1,16 @@
-"""The kit's views alive in a static page: notebooks 00, 01, 03, 06 and 07 of both editions exported by
+"""The kit's views alive in a static page: notebooks 00–07 of both editions exported by
 ``ampkit._nbexport`` (nbconvert's page; the views drawn by ``ampkit/widgets/static/page.js`` from the saved state),
 opened as ``file://`` pages in Chromium with every request that is not the file itself (or a blob:/data: URL the
 page makes) refused and counted: none may be made.
 
 Per page: every kit view is drawn (``.ampkit-front``, its still picture gone); the keyboard moves its controls, and
 each state reached shows what the engine computes for it — the expected values come from the kernel-less
-JupyterLab tests of each view (imported, not copied); no console error. A screenshot per page.
+JupyterLab tests of each view (imported, not copied); a request that needs a kernel says the "run the notebook"
+line (no kernel answered the page's hello); no console error. A screenshot per page.
+
+A notebook whose saved views were not drawn by today's modules (``ampkit.widgets.front.esm``) is stale: an English
+one fails (re-execute it); a Chinese one is skipped, saying so, until the Chinese notebooks are re-executed
+(``tests/test_front_views.py`` holds both editions to today's modules).
 """
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ from conftest import ARTIFACTS, ROOT, find_chromium
 
 pytestmark = pytest.mark.browser
 
-STEMS = ["00_start_here", "01_fp16_range", "03_loss_scaling", "06_fp8_scaling", "07_transformers_in_16_bits"]
+STEMS = ["00_start_here", "01_fp16_range", "02_autocast_and_levels", "03_loss_scaling", "04_data_sinking",
+         "05_amp_in_practice", "06_fp8_scaling", "07_transformers_in_16_bits"]
 EDITIONS = ["", "zh_CN"]
 CASES = [(ed, s) for ed in EDITIONS for s in STEMS]
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -30,36 +36,47 @@ ROUNDING = ".ampkit-front:has(.ampkit-rounding)"
 GRAD_MAP = ".ampkit-front:has(.ampkit-rangemap)"
 SCALER = ".ampkit-front:has(.ampkit-scale-plot)"
 ATTENTION = ".ampkit-front:has(.ampkit-attn)"
+OLEVEL = ".ampkit-front:has(.ampkit-olevel)"
+NO_KERNEL = "run the notebook to compute this on your machine"
 
 
 def _notebook(edition: str, stem: str) -> Path:
     return ROOT / "notebooks" / edition / f"{stem}.ipynb"
 
 
-def _broken_module(path: Path) -> str | None:
-    """A saved view module that cannot run (found in the committed 03, 06 and 07 after kit.js gained ``svg``:
-    ``const svg = svg(...)`` inside render shadows kit.js's ``svg``, so render throws before drawing)."""
-    models = json.loads(path.read_text())["metadata"]["widgets"][STATE]["state"]
-    for m, model in models.items():
-        if "const svg = svg(" in model["state"].get("_esm", ""):
-            return f"{m}: its saved module declares 'const svg = svg(...)' (shadows kit.js's svg; render throws)"
-    return None
+def _stale(path: Path) -> str | None:
+    """Why the notebook's saved views are not today's (no saved view, or a module that is not ``esm()`` of any view
+    today), or None."""
+    from ampkit.widgets.front import JS_DIR, esm
+
+    today = {esm(p.stem) for p in JS_DIR.glob("*.js") if p.stem != "kit"}
+    models = json.loads(path.read_text())["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
+    modules = [m["state"]["_esm"] for m in models.values() if "_esm" in m.get("state", {})]
+    if not modules:
+        return "no saved view"
+    old = sum(m not in today for m in modules)
+    return f"{old} of its {len(modules)} saved view modules are not today's" if old else None
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """Every page exported once, with its number of view placeholders (tests/test_nbexport.py checks that there is
-    one per kit view of the notebook); the seconds each export took are printed (run with -s to read them)."""
+    """Each page exported once, when a test first asks for it, with its number of view placeholders
+    (tests/test_nbexport.py checks that there is one per kit view of the notebook); the seconds each export took
+    are printed (run with -s to read them)."""
     from ampkit._nbexport import write_html
 
     out = tmp_path_factory.mktemp("static-views")
-    pages = {}
-    for edition, stem in CASES:
-        page = out / f"{edition or 'en'}-{stem}.html"
-        seconds = write_html(_notebook(edition, stem), page)
-        print(f"\nexport {edition or 'en'}/{stem}: {seconds:.2f} s, {page.stat().st_size / 1024:.0f} KB")
-        pages[(edition, stem)] = page, page.read_text().count('class="jp-OutputArea-output ampkit-static-view')
-    return pages
+    pages: dict = {}
+
+    def page_of(edition: str, stem: str) -> tuple[Path, int]:
+        if (edition, stem) not in pages:
+            page = out / f"{edition or 'en'}-{stem}.html"
+            seconds = write_html(_notebook(edition, stem), page)
+            print(f"\nexport {edition or 'en'}/{stem}: {seconds:.2f} s, {page.stat().st_size / 1024:.0f} KB")
+            pages[(edition, stem)] = page, page.read_text().count('class="jp-OutputArea-output ampkit-static-view')
+        return pages[(edition, stem)]
+
+    return page_of
 
 
 @contextmanager
@@ -224,7 +241,91 @@ def _attention(page, edition: str) -> None:
         check_any(si, HEADS[hi], where)
 
 
-MOVES = {"00_start_here": _rounding, "01_fp16_range": _range_map, "03_loss_scaling": _scaler,
+def _olevel(page, edition: str) -> None:
+    import test_precision_browser as olevel
+    from test_precision_browser import LEVELS, STATUS, VIEW, check, shown
+
+    from ampkit.i18n import tr
+
+    with pytest.MonkeyPatch.context() as mp:
+        if edition:   # the engine's words in the page's language: a picker built in it (its runs are the same)
+            from ampkit.widgets.precision import OLevelPicker
+
+            with _language(edition):
+                picker = OLevelPicker(model="mlp_ln", steps=40, dtype="bf16")
+                picker.run_all()
+            mp.setattr(olevel, "engine", lambda: picker)
+        # live=False also asks for the English "measured when the notebook runs": only the English page says it
+        live = bool(edition)
+        page.locator(VIEW).first.scroll_into_view_if_needed()
+        check(page, "O0", "bf16", live=live)
+        rng, i = random.Random(2), 0
+        for _ in range(6):                                     # the trained bf16 runs, by keyboard
+            key = rng.choice(["ArrowRight", "ArrowLeft", "End", "Home"])
+            _move(page, OLEVEL, 0, key)
+            i = {"ArrowRight": min(i + 1, 3), "ArrowLeft": max(i - 1, 0), "End": 3, "Home": 0}[key]
+            check(page, LEVELS[i], "bf16", live=live)
+        _move(page, OLEVEL, 0, "Home")
+        page.locator(VIEW + " button.ampkit-olevel-dtype[data-dtype=fp16]").first.click()
+        check(page, "O0", "fp16", live=live)
+        _move(page, OLEVEL, 0, "ArrowRight")                   # O1 fp16: not trained in the saved notebook
+        with _language(edition):
+            line = tr(NO_KERNEL)
+        page.wait_for_function("([sel, line]) => document.querySelector(sel).textContent === line",
+                               arg=[STATUS, line], timeout=10_000)
+        got = shown(page)
+        assert got["label"] == "O1 fp16" and got["opacity"] == "0.25" and got["level"] == "O1"
+
+
+def _sink(page, edition: str) -> None:
+    import test_sinking_browser as sink
+    from test_sinking_browser import START, VIEW, random_moves, wait_for
+
+    from ampkit.i18n import tr
+
+    def check(got: dict) -> None:
+        with _language(edition):
+            sink_check(got)
+
+    sink_check = sink.check_against_engine
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sink, "check_against_engine", check)     # random_moves checks each state in the page's language
+        page.locator(VIEW).first.scroll_into_view_if_needed()
+        got = wait_for(page, START)
+        check(got)
+        expect = {**START, **{k: float(got["state"][k]) for k in ("prep_us", "launch_us", "op_us")}}
+        random_moves(page, random.Random(5), expect, moves=8)
+    page.locator(VIEW + " button.ampkit-sink-measure").first.click()
+    with _language(edition):
+        line = tr(NO_KERNEL)
+    page.wait_for_function("([sel, line]) => document.querySelector(sel).textContent === line",
+                           arg=[VIEW + " .ampkit-sink-status", line], timeout=10_000)
+
+
+def _doctor(page, edition: str) -> None:
+    from test_amp_doctor_browser import VIEW, check, pick
+
+    from ampkit.i18n import tr
+    from ampkit.lessons.amp_in_practice import SCENARIOS
+
+    page.locator(VIEW).first.scroll_into_view_if_needed()
+    with _language(edition):
+        check(page, "fp16 forward overflow", False)
+    states = [(n, f) for n in SCENARIOS for f in (False, True)]
+    random.Random(5).shuffle(states)
+    for name, fixed in states[:6]:
+        pick(page, name, fixed)
+        with _language(edition):
+            check(page, name, fixed)
+    page.locator(VIEW).first.locator("button.ampkit-doctor-rerun").click()
+    with _language(edition):
+        line = tr(NO_KERNEL)
+    page.wait_for_function("([sel, line]) => document.querySelector(sel).textContent === line",
+                           arg=[VIEW.replace("ampkit-doctor", "ampkit-doctor-status"), line], timeout=10_000)
+
+
+MOVES = {"00_start_here": _rounding, "01_fp16_range": _range_map, "02_autocast_and_levels": _olevel,
+         "03_loss_scaling": _scaler, "04_data_sinking": _sink, "05_amp_in_practice": _doctor,
          "06_fp8_scaling": _blocks, "07_transformers_in_16_bits": _attention}
 
 
@@ -233,9 +334,10 @@ def test_static_page_views_move_offline(edition, stem, exported, browser):
     if not find_chromium():
         pytest.fail("no chromium (.ci/run installs Debian's chromium)")
     nb = _notebook(edition, stem)
-    broken = _broken_module(nb)
-    if broken:
-        pytest.xfail(f"{nb.relative_to(ROOT)}: {broken}")
+    stale = _stale(nb)
+    if stale and edition:
+        pytest.skip(f"{nb.relative_to(ROOT)}: {stale}; it passes once the Chinese notebooks are re-executed")
+    assert not stale, f"{nb.relative_to(ROOT)}: {stale} (re-execute it: python -m ampkit._nbtools execute)"
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     outside, errors = [], []
 
@@ -251,7 +353,7 @@ def test_static_page_views_move_offline(edition, stem, exported, browser):
     page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
     try:
         t0 = time.perf_counter()
-        path, n = exported[(edition, stem)]
+        path, n = exported(edition, stem)
         page.goto(path.as_uri())
         page.wait_for_function("() => !!document.body.dataset.ampkitViews", timeout=30_000)
         drawn_ms = (time.perf_counter() - t0) * 1000
