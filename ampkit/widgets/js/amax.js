@@ -200,10 +200,9 @@ function render({ model, el }) {
     draw();
   }
 
-  const names = ["history_len", "scale_margin", "amax_algo", "amax_tensor"];
-  names.forEach((n) => model.on(`change:${n}`, draw));
+  const unlisten = onChanges(model, ["history_len", "scale_margin", "amax_algo", "amax_tensor"], draw);
   draw();
-  return () => names.forEach((n) => model.off(`change:${n}`, draw));
+  return unlisten;
 }
 
 export default { render };

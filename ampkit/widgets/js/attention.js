@@ -156,10 +156,9 @@ function render({ model, el }) {
   scaleIn.addEventListener("input", () => set("act_scale", scales[Number(scaleIn.value)]));
   headIn.addEventListener("input", () => set("head_dim", heads[Number(headIn.value)]));
   for (const b of buttons) b.addEventListener("click", () => set("scale_at", b.dataset.at));
-  const names = ["act_scale", "head_dim", "scale_at"];
-  names.forEach((n) => model.on(`change:${n}`, draw));
+  const unlisten = onChanges(model, ["act_scale", "head_dim", "scale_at"], draw);
   draw();
-  return () => names.forEach((n) => model.off(`change:${n}`, draw));
+  return unlisten;
 }
 
 export default { render };

@@ -169,10 +169,9 @@ function render({ model, el }) {
     draw();
   }
 
-  const names = ["scheme", "block", "fmt", "rounding", "power_of_two"];
-  for (const n of names) model.on(`change:${n}`, draw);
+  const unlisten = onChanges(model, ["scheme", "block", "fmt", "rounding", "power_of_two"], draw);
   draw();
-  return () => { for (const n of names) model.off(`change:${n}`, draw); };
+  return unlisten;
 }
 
 export default { render };

@@ -3,7 +3,8 @@
 // format whose limits the engine sent, a number printed the way Python prints it — and tests/browser check each
 // formula against the Python engine on random inputs (tests/browser/test_front_arithmetic_browser.py). Each small
 // rule has its one home here: Python's printing (pyRepr, pySci, pyFixed, pyG, pyStrRepr), a format's rounding,
-// whether a kernel is behind the page (kernelPresence), axis ticks and loss lines, a pressed toggle.
+// whether a kernel is behind the page (kernelPresence), listening to traits, axis ticks, loss plots' scales and
+// lines, a pressed toggle.
 
 /** Python's repr of a float64 (shortest round-trip digits; "1e-08", "100000.0", "inf", "nan"). */
 export function pyRepr(x) {
@@ -191,6 +192,12 @@ export function kernelPresence(model, onChange = () => {}) {
   return presence;
 }
 
+/** Call fn on a change of any of the model's traits `names`; returns what stops it (for render's cleanup). */
+export function onChanges(model, names, fn) {
+  names.forEach((n) => model.on(`change:${n}`, fn));
+  return () => names.forEach((n) => model.off(`change:${n}`, fn));
+}
+
 /** Mark a toggle button pressed or not (aria-pressed and the kit's pressed look). */
 export function markPressed(button, on) {
   button.setAttribute("aria-pressed", String(on));
@@ -227,6 +234,16 @@ export function fromRepr(text) {
 /** A run's losses as numbers (Python's repr words, space-separated). */
 export function parseLosses(words) {
   return words ? words.split(" ").map(fromRepr) : [];
+}
+
+/** The scales of loss curves drawn together in a W x H plot with margins m: {xmax (the last step, at least 1), top
+ * (5 % over the largest finite loss; 1 if none), X(step), Y(loss)}. */
+export function lossScales(series, W, H, m) {
+  const xmax = Math.max(Math.max(0, ...series.map((s) => s.length)) - 1, 1);
+  const finite = series.flat().filter(Number.isFinite);
+  const top = finite.length ? Math.max(...finite) * 1.05 : 1;
+  return { xmax, top, X: (i) => m.left + (i / xmax) * (W - m.left - m.right),
+           Y: (v) => H - m.bottom - (v / top) * (H - m.top - m.bottom) };
 }
 
 /** A polyline through the finite points (a gap where a loss is inf/NaN), coordinates to 2 decimals. */

@@ -20,11 +20,7 @@ function render({ model, el }) {
   function draw() {
     const ref = parseLosses(model.get("reference"));
     const colour = model.get("colour") || dcol[model.get("dtype_key")] || dcol.fp32;
-    const n = Math.max(points.length, ref.length), xmax = Math.max(n - 1, 1);
-    const finite = [...points, ...ref].filter(Number.isFinite);
-    const top = finite.length ? Math.max(...finite) * 1.05 : 1;
-    const X = (i) => M.left + (i / xmax) * (W - M.left - M.right);
-    const Y = (v) => H - M.bottom - (v / top) * (H - M.top - M.bottom);
+    const { xmax, top, X, Y } = lossScales([points, ref], W, H, M);
     const yb = H - M.bottom, yMid = (M.top + yb) / 2;
     const g = svg("g", { fill: "#24292f" });
     g.append(svg("line", { x1: M.left, x2: W - M.right, y1: yb, y2: yb, stroke: "#24292f" }),
@@ -92,13 +88,13 @@ function render({ model, el }) {
   model.on("msg:custom", onMsg);
   model.on("change:losses", onState);
   model.on("change:bad", onState);
-  for (const name of ["title", "dtype_key", "colour", "reference"]) model.on(`change:${name}`, draw);
+  const unlisten = onChanges(model, ["title", "dtype_key", "colour", "reference"], draw);
   draw();
   return () => {
     model.off("msg:custom", onMsg);
     model.off("change:losses", onState);
     model.off("change:bad", onState);
-    for (const name of ["title", "dtype_key", "colour", "reference"]) model.off(`change:${name}`, draw);
+    unlisten();
   };
 }
 

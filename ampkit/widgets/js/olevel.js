@@ -72,11 +72,7 @@ function render({ model, el }) {
 
   function drawLoss(run, ref) {
     const ys = parseLosses(run.losses), y0 = run.level === "O0" ? [] : parseLosses(ref.losses);
-    const n = Math.max(ys.length, y0.length), xmax = Math.max(n - 1, 1);
-    const finite = [...ys, ...y0].filter(Number.isFinite);
-    const top = finite.length ? Math.max(...finite) * 1.05 : 1;
-    const X = (i) => LM.left + (i / xmax) * (LW - LM.left - LM.right);
-    const Y = (v) => LH - LM.bottom - (v / top) * (LH - LM.top - LM.bottom);
+    const { xmax, top, X, Y } = lossScales([ys, y0], LW, LH, LM);
     const g = svg("g", { fill: "#24292f" });
     const xt = ticks(0, xmax, 6).filter((v) => Number.isInteger(v)).map((v) => [v, String(v)]);
     axes(g, LM, LW, LH, xt, ticks(0, top, 5).filter((v) => v <= top), X, Y, text.xlabel, text.ylabel);

@@ -291,10 +291,9 @@ function render({ model, el }) {
     set("shown", info.map((p) => p.name).filter((n) => boxes.find((x) => x.dataset.preset === n).checked));
   }));
   atInit.addEventListener("change", () => set("at_init", atInit.checked));
-  const events = ["setting", "shown", "at_init", "current"];
-  events.forEach((n) => model.on(`change:${n}`, draw));
+  const unlisten = onChanges(model, ["setting", "shown", "at_init", "current"], draw);
   draw();
-  return () => { kernel.stop(); events.forEach((n) => model.off(`change:${n}`, draw)); };
+  return () => { kernel.stop(); unlisten(); };
 }
 
 export default { render };

@@ -300,14 +300,13 @@ function render({ model, el }) {
     model.send({ event: "measure" });
   });
   const showStatus = () => { if (model.get("status")) status.textContent = model.get("status"); };
-  const names = [...CONTROLS, "base_costs"];
-  names.forEach((n) => model.on(`change:${n}`, draw));
+  const unlisten = onChanges(model, [...CONTROLS, "base_costs"], draw);
   model.on("change:status", showStatus);
   showStatus();
   draw();
   return () => {
     kernel.stop();
-    names.forEach((n) => model.off(`change:${n}`, draw));
+    unlisten();
     model.off("change:status", showStatus);
   };
 }
