@@ -16,7 +16,6 @@ only SELECTS the state of the controls' position, so the saved notebook moves th
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import ipywidgets as W
 import torch
@@ -25,7 +24,7 @@ import traitlets
 from ampkit.i18n import tr
 from ampkit.lessons.transformers_in_16_bits.activations import DTYPES, AttentionOverflow, attention_overflow
 from ampkit.models import SCALE_AT
-from ampkit.widgets.front import FrontView
+from ampkit.widgets.front import Control, FrontView
 from ampkit.widgets.style import BAND_COLOURS, DPI, STATUS_COLOURS, dtype_colour, new_figure, png_bytes
 
 __all__ = ["AttentionOverflowView", "HEAD_SIZES", "SCALES", "readout_html", "sent_state"]
@@ -99,19 +98,6 @@ def sent_state(results: list[AttentionOverflow]) -> str:
     return " ".join(words)
 
 
-class _Control:
-    """One control of the view as the notebooks knew it (``view.scale.value = 64.0``): its value is a trait."""
-
-    def __init__(self, view: AttentionOverflowView, trait: str):
-        self._view, self._trait = view, trait
-
-    @property
-    def value(self) -> Any:
-        return getattr(self._view, self._trait)
-
-    @value.setter
-    def value(self, value: Any) -> None:
-        setattr(self._view, self._trait, value)
 
 
 class AttentionOverflowView(FrontView):
@@ -161,8 +147,8 @@ class AttentionOverflowView(FrontView):
             label = ([tr("{fmt} max {top}", fmt=name, top=f"{top:.0f}")] if top < _TOP
                      else [tr("max {top}", top=f"{top:.2g}"), tr("(far above)")])
             formats.append({"name": name, "max": top, "label": label})     # label: its lines
-        self.scale, self.head, self.where = _Control(self, "act_scale"), _Control(self, "head_dim"), \
-            _Control(self, "scale_at")
+        self.scale, self.head, self.where = Control(self, "act_scale"), Control(self, "head_dim"), \
+            Control(self, "scale_at")
         super().__init__(tokens=tokens, products=tokens * (tokens + 1) // 2, states=states, formats=formats,
                          head_dim=head_dim, scale_at=scale_at, act_scale=act_scale)
         self._select(None)

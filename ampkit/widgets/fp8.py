@@ -30,7 +30,7 @@ import traitlets
 from ampkit.fp8 import ALGOS, current_scales, delayed_scales, fp8_max, fp8_min_subnormal
 from ampkit.i18n import tr
 from ampkit.lessons.fp8_scaling import AmaxRecording, flush_per_step, record_amax_run, saturation_per_step
-from ampkit.widgets.front import FrontView
+from ampkit.widgets.front import Control, FrontView
 from ampkit.widgets.style import BAND_COLOURS, DPI, STATUS_COLOURS, dtype_colour, new_figure, png_bytes
 
 __all__ = ["AmaxHistoryExplorer", "ExplorerState", "explorer_state", "readout_html", "explorer_sweep", "run_code",
@@ -244,19 +244,6 @@ def _tensor_sweep(rec: AmaxRecording, name: str, margins: tuple[int, ...],
             "jit": jit, "readout": readout}
 
 
-class _Control:
-    """One control of the view as the notebooks knew it (``explorer.history.value = 4``): its value is a trait."""
-
-    def __init__(self, view: AmaxHistoryExplorer, trait: str):
-        self._view, self._trait = view, trait
-
-    @property
-    def value(self) -> Any:
-        return getattr(self._view, self._trait)
-
-    @value.setter
-    def value(self, value: Any) -> None:
-        setattr(self._view, self._trait, value)
 
 
 class AmaxHistoryExplorer(FrontView):
@@ -289,8 +276,8 @@ class AmaxHistoryExplorer(FrontView):
         self.rec = recording if recording is not None else record_amax_run()
         explorer_state(self.rec, tensor, history_len, algo, margin)     # bad input: the engine's clear error
         self._states, sent = explorer_sweep(self.rec)
-        self.history, self.margin = _Control(self, "history_len"), _Control(self, "scale_margin")
-        self.algo, self.tensor = _Control(self, "amax_algo"), _Control(self, "amax_tensor")
+        self.history, self.margin = Control(self, "history_len"), Control(self, "scale_margin")
+        self.algo, self.tensor = Control(self, "amax_algo"), Control(self, "amax_tensor")
         super().__init__(states=sent, history_len=history_len, scale_margin=margin, amax_algo=algo,
                          amax_tensor=tensor)
         self._select(None)

@@ -1,5 +1,5 @@
-"""Views drawn in the browser: the base of the kit's anywidget views (used by notebook 00's :class:`RoundingSlider`
-first; the issue "Views drawn in the browser" moves every view here).
+"""Views drawn in the browser: :class:`FrontView`, the base of every view of the kit (the twelve in
+:mod:`ampkit.widgets`, notebooks 00–07), an anywidget.
 
 A front view is an ``anywidget.AnyWidget``: an ES module in ``ampkit/widgets/js/`` draws it in the browser (no build
 step, nothing fetched from outside the machine) from small data the Python engine computed and sent as traits.
@@ -33,7 +33,7 @@ from ampkit.formats import FormatInfo, info
 from ampkit.formats.registry import cast
 from ampkit.widgets.style import BAND_COLOURS, DTYPE_COLOURS, STATUS_COLOURS
 
-__all__ = ["FrontView", "look", "esm", "format_limits", "JS_DIR", "VERDICT_COLOURS"]
+__all__ = ["FrontView", "Control", "look", "esm", "format_limits", "JS_DIR", "VERDICT_COLOURS"]
 
 #: Where the views' ES modules live (shipped inside the package).
 JS_DIR = Path(__file__).with_name("js")
@@ -129,7 +129,7 @@ class FrontView(anywidget.AnyWidget):
 
     @property
     def widget(self) -> FrontView:
-        """What to display (the view itself; the ipywidgets views have a box here)."""
+        """What to display: the view itself (every view answers ``.widget``, as the notebooks and tests use it)."""
         return self
 
     def still(self) -> ipywidgets.Widget | bytes | None:
@@ -142,3 +142,28 @@ class FrontView(anywidget.AnyWidget):
 
         snapshot.register_still(self, self.still)
         snapshot.display(self)
+
+
+class Control:
+    """One control of a view as the notebooks knew it when it was an ipywidget (``view.slider.value = "O2"``): its
+    ``value`` reads and sets the view's trait ``trait``; ``attrs`` become attributes (``options``, ``min``, ...).
+
+    >>> class V:
+    ...     level = "O0"
+    >>> v = V(); c = Control(v, "level", options=["O0", "O1"]); c.value = "O1"
+    >>> v.level, c.options
+    ('O1', ['O0', 'O1'])
+    """
+
+    def __init__(self, view: Any, trait: str, **attrs: Any) -> None:
+        self._view, self._trait = view, trait
+        for name, value in attrs.items():
+            setattr(self, name, value)
+
+    @property
+    def value(self) -> Any:
+        return getattr(self._view, self._trait)
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        setattr(self._view, self._trait, value)

@@ -24,7 +24,7 @@ from ampkit.dtypes import short_name
 from ampkit.i18n import mark, tr
 from ampkit.lessons.autocast_and_levels import LevelRun, LevelRunCache
 from ampkit.precision import LEVELS, LayerTrace, level_label, resolve_level, speed_phrase
-from ampkit.widgets.front import FrontView
+from ampkit.widgets.front import Control, FrontView
 from ampkit.widgets.style import DTYPE_COLOURS, STATUS_COLOURS, dtype_colour, new_figure, png_bytes
 
 __all__ = ["OLevelPicker", "dtype_table_html", "summary_html", "summary_lines", "run_state", "loss_title",
@@ -141,19 +141,6 @@ def run_state(run: LevelRun, ref: LevelRun) -> dict[str, Any]:
             "lines": [lines["memory"], lines["loss"]], "diverged": run.history.diverged}
 
 
-class _Control:
-    """One control as the notebooks knew it (``picker.slider.value = "O2"``): its value is a trait of the view."""
-
-    def __init__(self, view: OLevelPicker, trait: str, options: list):
-        self._view, self._trait, self.options = view, trait, options
-
-    @property
-    def value(self) -> Any:
-        return getattr(self._view, self._trait)
-
-    @value.setter
-    def value(self, value: Any) -> None:
-        setattr(self._view, self._trait, value)
 
 
 class OLevelPicker(FrontView):
@@ -206,8 +193,8 @@ class OLevelPicker(FrontView):
                                     choices=", ".join(values), device=device, dtype=dtype))
         else:
             default = short_name(rep.default_dtype) if rep.default_dtype is not None else values[0]
-        self.slider = _Control(self, "level", list(LEVELS))
-        self.dtype = _Control(self, "low", options)
+        self.slider = Control(self, "level", options=list(LEVELS))
+        self.dtype = Control(self, "low", options=options)
         self.state: LevelRun | None = None
         self.reference: LevelRun | None = None
         self.rows: list[dict[str, str]] = []

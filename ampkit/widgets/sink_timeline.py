@@ -46,7 +46,7 @@ from ampkit.timeline import (
     gantt_bars,
     summarise,
 )
-from ampkit.widgets.front import FrontView
+from ampkit.widgets.front import Control, FrontView
 from ampkit.widgets.sinking import (
     EMPTY_LANE_NOTES,
     KIND_COLOURS,
@@ -73,22 +73,14 @@ _TITLE = mark("Simulated {mode}: {steps} steps, {step:.1f} µs/step, device comp
 _LANE_WORDS = {"loader": mark("loader"), "host": mark("host"), "device": mark("device")}
 
 
-class _Control:
-    """One control as the notebook knew it (``timeline.sink_size.value = 16``): its value is the view's trait; a
-    slider also has ``min``, ``max`` (exponents of ``base`` for a log slider) and ``description``."""
+class _Control(Control):
+    """A control as the notebook knew it (``timeline.sink_size.value = 16``); a slider also has ``min``, ``max``
+    (exponents of ``base`` for a log slider) and ``description``."""
 
     def __init__(self, view: SinkTimeline, trait: str, description: str = "", lo: float = 0, hi: float = 0,
                  log: bool = False):
-        self._view, self._trait, self.description = view, trait, description
-        self.min, self.max, self.base, self.log = lo, hi, 10, log
-
-    @property
-    def value(self) -> Any:
-        return getattr(self._view, self._trait)
-
-    @value.setter
-    def value(self, value: Any) -> None:
-        setattr(self._view, self._trait, value)
+        super().__init__(view, trait)
+        self.description, self.min, self.max, self.base, self.log = description, lo, hi, 10, log
 
     def clip(self, value: float) -> float:
         """``value`` moved into the slider's range."""
