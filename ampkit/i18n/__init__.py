@@ -105,8 +105,12 @@ def tr(msgid: str, /, **fields) -> str:
     '未测量'
     >>> set_language("en"); tr("not measured")
     'not measured'
+    >>> set_language("zh_CN"); tr("")                # an empty string stays empty (gettext gives the catalog's header)
+    ''
     >>> set_language(None)
     """
+    if not msgid:
+        return msgid
     text = catalog(language()).gettext(msgid)
     return text.format(**fields) if fields else text
 

@@ -143,12 +143,14 @@ _SHORT_RULES = {"ocp": "OCP floor", "te": "TE round-up", "power-of-two": "power 
 
 
 def _block_label(s: BlockStats) -> str:
+    """A readout row's name in the kit's language: "per tensor", "1×128 tiles", "128×128 blocks", "blocks of 32"."""
     if s.block == PER_TENSOR:
-        return PER_TENSOR
+        return tr("per tensor")
     if s.scheme == "tiles":
         assert isinstance(s.block, tuple)   # a tile scheme's block other than per-tensor is a (rows, cols) tile
-        return f"{tile_label(s.block)} {'tiles' if s.block[0] == 1 else 'blocks'}"
-    return f"blocks of {s.block}"
+        return tr("{tile} tiles", tile=tile_label(s.block)) if s.block[0] == 1 else \
+            tr("{tile} blocks", tile=tile_label(s.block))
+    return tr("blocks of {n}", n=s.block)
 
 
 def _scales(s: BlockStats) -> str:

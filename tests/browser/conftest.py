@@ -226,8 +226,21 @@ class Lab:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         notebook = saved.name
         page = self._open_page(notebook)
-        page.wait_for_selector(".jp-OutputArea .ampkit-front", state="attached", timeout=timeout_ms)
+        self.scroll_until(page, ".jp-OutputArea .ampkit-front", 1, timeout_ms)
         return page
+
+    def scroll_until(self, page, selector: str, count: int, timeout_ms: int = 120_000) -> None:
+        """Scroll down the notebook until ``count`` elements match ``selector``: JupyterLab lays out only the cells
+        near the view port, so an output far down is not drawn until the notebook is scrolled to it."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while page.locator(selector).count() < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout_ms} ms waiting for {count} of {selector!r} "
+                                   f"({page.locator(selector).count()} drawn)")
+            page.evaluate("""() => { const s = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')
+                                           ?? document.querySelector('.jp-NotebookPanel .jp-Notebook');
+                                     if (s) s.scrollTop += s.clientHeight / 2; }""")
+            page.wait_for_timeout(250)
 
     @staticmethod
     def front_ranges(page):

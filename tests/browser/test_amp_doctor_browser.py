@@ -32,6 +32,7 @@ def _x(i: int, n: int, left: int) -> float:
 
 def expected(name: str, fixed: bool) -> dict:
     """What the page must draw for the report (name, fixed), from a fresh engine run."""
+    from ampkit.i18n import tr
     from ampkit.lessons.amp_in_practice import run_scenario
     from ampkit.widgets.amp_doctor import report_html
 
@@ -46,9 +47,9 @@ def expected(name: str, fixed: bool) -> dict:
         for name_, b in zip(ev["names"], ev["bits"]):
             if math.isfinite(b) and b >= 0:
                 y = 308 - b / top * 250
-                out["bars"].append([name_, "ok", y, 308 - y, f"{b:.1f} bits"])
+                out["bars"].append([name_, "ok", y, 308 - y, tr("{value} bits", value=f"{b:.1f}")])
             else:                              # an overflow: drawn to the top, its value written on it
-                out["bars"].append([name_, "overflow", 58, 250, f"OVERFLOW{b:+.1f} bits"])
+                out["bars"].append([name_, "overflow", 58, 250, tr("OVERFLOW") + tr("{value} bits", value=f"{b:+.1f}")])
     if ev["kind"] == "scales":
         ks = [math.log2(s) for s in ev["scales"]]
         lo, hi = math.floor(min(ks)) - 1, math.ceil(max(ks)) + 1
