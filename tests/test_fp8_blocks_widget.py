@@ -181,7 +181,7 @@ def test_tiles_confine_the_outliers_damage():
     """The readout's numbers on the default tensor: 1x128 tiles < 128x128 blocks < one scale, in flushed values."""
     w = BlockScalingExplorer(scheme="1x128")
     tensor, tiles = w.stats
-    assert "1×128 tiles</b> (256 scales)" in w.readout_html and "per-tensor</b> (1 scale)" in w.readout_html
+    assert "1×128 tiles</b> (256 scales)" in w.readout_html and "per tensor</b> (1 scale)" in w.readout_html
     w.scheme = "128x128"
     _, blocks = w.stats
     assert "128×128 blocks</b> (2 scales)" in w.readout_html
