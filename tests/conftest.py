@@ -10,3 +10,14 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def _language_put_back():
+    """A test that chooses the kit's language (ampkit.i18n.set_language) leaves the choice as it found it: a later
+    test relies on the rule (the argument, then $AMPKIT_LANG, then English), not on whichever test ran before."""
+    from ampkit import i18n
+
+    before = i18n._chosen
+    yield
+    i18n._chosen = before

@@ -35,7 +35,7 @@ def test_widgets_extension_missing_is_explained(monkeypatch, tmp_path):
     monkeypatch.setattr(jupyter_core.paths, "jupyter_path", lambda *a: [str(tmp_path)])
     c = doctor.check_widgets_extension()
     assert c.status == "FAIL"
-    assert "plain text" in c.fix and "jupyterlab_widgets" in c.fix
+    assert "still picture" in c.fix and "jupyterlab_widgets" in c.fix
 
 
 def test_version_tuple():

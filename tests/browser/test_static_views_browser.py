@@ -84,7 +84,7 @@ def _language(edition: str):
     """The engine's words in the edition's language while the expected values are computed."""
     from ampkit import i18n
 
-    before = i18n.language()
+    before = i18n._chosen          # the explicit choice, or None (then $AMPKIT_LANG decides): put back as it was
     i18n.set_language(edition or "en")
     try:
         yield
