@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ampkit._nbstatic import static_view_problems
 
-__all__ = ["execute", "keep_view_state", "view_state_problems", "hygiene_problems", "exercise_problems",
+__all__ = ["execute", "executed_on", "keep_view_state", "view_state_problems", "hygiene_problems", "exercise_problems",
            "NOTEBOOK_NAME", "MAX_BYTES", "MAX_VIEW_BYTES"]
 
 NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
@@ -48,8 +48,22 @@ def execute(path: str | Path, timeout: int = 600) -> float:
     client.execute()
     elapsed = time.perf_counter() - t0
     keep_view_state(nb, path.stem)
+    nb.metadata.setdefault("ampkit", {})["executed"] = executed_on()
     nbformat.write(nb, path)
     return elapsed
+
+
+def executed_on() -> dict[str, str]:
+    """Where a notebook's numbers were computed (saved in its ``metadata.ampkit.executed``; the book's pages say
+    it under each view): this machine's CPU (or GPU) name, torch's and Python's versions."""
+    import platform
+
+    import torch
+
+    from ampkit.hardware import device_name
+
+    return {"cpu": device_name(torch.device("cpu")), "torch": torch.__version__,
+            "python": platform.python_version()}
 
 
 def _is_kit_view(model: dict) -> bool:
@@ -181,6 +195,10 @@ def hygiene_problems(path: str | Path, repo_root: str | Path | None = None) -> l
     counts = [c.get("execution_count") for c in all_cells if c.get("cell_type") == "code"]
     if counts != list(range(1, len(counts) + 1)):
         problems.append(f"not executed top to bottom in one fresh kernel (execution counts {counts})")
+    executed = (nb.get("metadata", {}).get("ampkit") or {}).get("executed") or {}
+    if set(executed) != {"cpu", "torch", "python"}:
+        problems.append("metadata.ampkit.executed (where its numbers were computed: cpu, torch, python) is missing; "
+                        "execute it with python -m ampkit._nbtools execute")
     problems += view_state_problems(nb)
     problems += exercise_problems(cells)
     problems += static_view_problems(cells)

@@ -19,7 +19,11 @@ def test_notebook_is_clean(path):
     assert hygiene_problems(path, ROOT) == []
 
 
+EXECUTED = {"cpu": "AMD EPYC", "torch": "2.13.0+cpu", "python": "3.11.7"}
+
+
 def _nb(cells, **meta):
+    meta.setdefault("ampkit", {"executed": EXECUTED})
     return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
 
 
@@ -61,6 +65,7 @@ def test_hygiene_catches_each_problem(tmp_path):
         "error output": _nb([title, _code(1, [{"output_type": "error", "ename": "E", "evalue": "v",
                                                "traceback": []}])]),
         "private path": _nb([title, _code(1, [{"output_type": "stream", "name": "stdout", "text": "/home/alice/x"}])]),
+        "metadata.ampkit.executed": _nb([title, _code(1)], ampkit={"language": "zh_CN"}),
     }
     for i, (what, nb) in enumerate(cases.items()):
         p = tmp_path / f"0{i}_case.ipynb"

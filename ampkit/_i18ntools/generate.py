@@ -70,5 +70,8 @@ def _source_view(nb: dict) -> list[tuple]:
 
 def same_source(a: dict, b: dict) -> bool:
     """Whether two notebooks have the same cells (type, id, source, metadata); outputs are not compared."""
-    same_meta = a.get("metadata", {}).get("ampkit") == b.get("metadata", {}).get("ampkit")
+    def kit_meta(nb: dict) -> dict:   # the edition's own metadata; where it was executed is an output, not source
+        return {k: v for k, v in (nb.get("metadata", {}).get("ampkit") or {}).items() if k != "executed"}
+
+    same_meta = kit_meta(a) == kit_meta(b)
     return _source_view(a) == _source_view(b) and same_meta

@@ -93,6 +93,29 @@ def click_where(page, where: str) -> None:
     page.locator(f".jp-OutputArea .ampkit-attn button[data-at='{where}']").first.click()
 
 
+def random_walk(page, check_state, move, steps: int, switch_every: int, seed: int = 7) -> tuple[int, int, str]:
+    """Seeded moves of the saved view: every ``switch_every``-th step a click on the other button, else 1-8 presses
+    on the scale slider (65 %) or 1-3 on the head-size slider; ``check_state(si, head, where)`` after each step.
+    ``move(page, index, key, presses)`` presses keys on the index-th range input. Returns the last state."""
+    si, hi, where = 12, 2, "logits"
+    check_state(si, HEADS[hi], where)
+    rng = random.Random(seed)
+    for step in range(steps):
+        if step % switch_every == switch_every - 1:
+            where = "q" if where == "logits" else "logits"
+            click_where(page, where)
+        elif rng.random() < 0.65:
+            presses, key = rng.randint(1, 8), rng.choice(["ArrowRight", "ArrowLeft"])
+            move(page, 0, key, presses)
+            si = max(0, min(36, si + (presses if key == "ArrowRight" else -presses)))
+        else:
+            presses, key = rng.randint(1, 3), rng.choice(["ArrowRight", "ArrowLeft"])
+            move(page, 1, key, presses)
+            hi = max(0, min(4, hi + (presses if key == "ArrowRight" else -presses)))
+        check_state(si, HEADS[hi], where)
+    return si, HEADS[hi], where
+
+
 def test_attention_view_follows_sliders_and_buttons(lab):
     page = lab.open_and_run(NOTEBOOK)
     plot = page.locator(PLOT).first
@@ -122,22 +145,8 @@ def test_attention_view_moves_without_a_kernel(lab):
     """The saved notebook, nothing run: keys and clicks move the view, and every state shows the engine's numbers."""
     page = lab.open_saved(NOTEBOOK)
     page.locator(PLOT).first.scroll_into_view_if_needed()
-    si, hi, where = 12, 2, "logits"
-    check(page, si, HEADS[hi], where)
-    rng = random.Random(7)
-    for step in range(14):
-        if step % 5 == 4:
-            where = "q" if where == "logits" else "logits"
-            click_where(page, where)
-        elif rng.random() < 0.65:
-            presses, key = rng.randint(1, 8), rng.choice(["ArrowRight", "ArrowLeft"])
-            lab.move_range(page, 0, key, presses=presses)
-            si = max(0, min(36, si + (presses if key == "ArrowRight" else -presses)))
-        else:
-            presses, key = rng.randint(1, 3), rng.choice(["ArrowRight", "ArrowLeft"])
-            lab.move_range(page, 1, key, presses=presses)
-            hi = max(0, min(4, hi + (presses if key == "ArrowRight" else -presses)))
-        check(page, si, HEADS[hi], where)
+    random_walk(page, lambda si, head, where: check(page, si, head, where),
+                lambda page, i, key, presses: lab.move_range(page, i, key, presses=presses), steps=14, switch_every=5)
     lab.move_range(page, 0, "End")
     lab.move_range(page, 1, "Home")
     click_where(page, "logits")

@@ -207,7 +207,7 @@ def _blocks(page, edition: str) -> None:
 
 
 def _attention(page, edition: str) -> None:
-    from test_attention_browser import HEADS, PLOT, check, click_where, expected, shown
+    from test_attention_browser import PLOT, check, expected, random_walk, shown
 
     def check_any(si: int, head: int, where: str) -> None:
         if not edition:
@@ -223,22 +223,8 @@ def _attention(page, edition: str) -> None:
                 assert got[part][fmt][:2] == pytest.approx([y, height], abs=1e-6), (part, fmt, si, head, where)
         assert got["ranges"] == want["ranges"]
 
-    si, hi, where = 12, 2, "logits"
-    check_any(si, HEADS[hi], where)
-    rng = random.Random(7)
-    for step in range(8):
-        if step % 4 == 3:
-            where = "q" if where == "logits" else "logits"
-            click_where(page, where)
-        elif rng.random() < 0.65:
-            presses, key = rng.randint(1, 8), rng.choice(["ArrowRight", "ArrowLeft"])
-            _move(page, ATTENTION, 0, key, presses)
-            si = max(0, min(36, si + (presses if key == "ArrowRight" else -presses)))
-        else:
-            presses, key = rng.randint(1, 3), rng.choice(["ArrowRight", "ArrowLeft"])
-            _move(page, ATTENTION, 1, key, presses)
-            hi = max(0, min(4, hi + (presses if key == "ArrowRight" else -presses)))
-        check_any(si, HEADS[hi], where)
+    random_walk(page, check_any, lambda page, i, key, presses: _move(page, ATTENTION, i, key, presses), steps=8,
+                switch_every=4)
 
 
 def _olevel(page, edition: str) -> None:
@@ -329,6 +315,24 @@ MOVES = {"00_start_here": _rounding, "01_fp16_range": _range_map, "02_autocast_a
          "06_fp8_scaling": _blocks, "07_transformers_in_16_bits": _attention}
 
 
+def _chinese_only(page, edition: str, stem: str) -> None:
+    """Every view of a Chinese page, as drawn from its saved state, shows Chinese: Latin text only for names
+    (formats, levels, APIs, units; test_chinese_browser._english_left). A picture of each view, to look at."""
+    from test_chinese_browser import CJK, _english_left
+
+    views = page.locator(".ampkit-static-view .ampkit-front")
+    for i in range(views.count()):
+        view = views.nth(i)
+        view.scroll_into_view_if_needed()
+        text = view.evaluate("""(v) => { const c = v.cloneNode(true);
+                                      c.querySelectorAll('code, select').forEach((e) => e.remove());
+                                      document.body.append(c); const t = c.innerText; c.remove(); return t; }""")
+        assert CJK.search(text), (stem, i, text[:300])
+        assert not _english_left(text), (stem, i, _english_left(text), text[:300])
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        view.screenshot(path=str(ARTIFACTS / f"static-views-{edition}-{stem}-view{i}.png"))
+
+
 @pytest.mark.parametrize("edition,stem", CASES, ids=[f"{e or 'en'}-{s[:2]}" for e, s in CASES])
 def test_static_page_views_move_offline(edition, stem, exported, browser):
     if not find_chromium():
@@ -361,6 +365,8 @@ def test_static_page_views_move_offline(edition, stem, exported, browser):
         assert page.locator(".ampkit-static-view .ampkit-front").count() == n >= 1
         assert page.locator(".ampkit-static-view .ampkit-static-still").count() == 0
         print(f"\n{edition or 'en'}/{stem}: {n} view(s) drawn {drawn_ms:.0f} ms after the page was asked for")
+        if edition:
+            _chinese_only(page, edition, stem)
         view = page.locator(".ampkit-front").first
         view.scroll_into_view_if_needed()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

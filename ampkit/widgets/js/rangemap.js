@@ -167,17 +167,28 @@ function render({ model, el }) {
     picture.setAttribute("aria-label", hasHist ? text.hist_title : text.title);
     picture.replaceChildren(...parts);
     if (hasHist) {
-      const shown = Number.isInteger(k) && k >= hist.min_exp && k <= hist.max_exp;
       if (document.activeElement !== slider) slider.value = String(k);
       readout.value = Number.isInteger(k) ? String(2 ** k) : `2^${pyFixed(k, 2)}`;
-      summary.textContent = shown ? hist.summaries[k - hist.min_exp] : model.get("summary");
+      writeSummary();
     }
   }
 
-  const events = ["change:marker", "change:scale_exp", "change:summary", "change:lo", "change:hi"];
+  /** The summary line: the engine's line for a slider position the page carries, else the kernel's. Only this
+   * line follows the kernel's `summary`, so the kernel answering a slider move redraws nothing else. */
+  function writeSummary() {
+    const k = model.get("scale_exp");
+    const shown = Number.isInteger(k) && k >= hist.min_exp && k <= hist.max_exp;
+    summary.textContent = shown ? hist.summaries[k - hist.min_exp] : model.get("summary");
+  }
+
+  const events = ["change:marker", "change:scale_exp", "change:lo", "change:hi"];
   for (const e of events) model.on(e, draw);
+  if (hasHist) model.on("change:summary", writeSummary);
   draw();
-  return () => { for (const e of events) model.off(e, draw); };
+  return () => {
+    for (const e of events) model.off(e, draw);
+    if (hasHist) model.off("change:summary", writeSummary);
+  };
 }
 
 export default { render };
