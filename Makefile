@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.ampkit-installed
 TEST_STAMP := $(VENV)/.ampkit-test-installed
 # what `make test` adds to the runtime (`make lab` installs none of it); offline, the wheelhouse holds `test` only
-TEST_EXTRAS ?= test,browser,lint
+TEST_EXTRAS ?= test,browser,lint,site
 # torch goes in first and pinned to the tested release (written once, in ampkit/_version.py): a bare `torch` (or
 # an open range with none installed) can pull a multi-GB CUDA build. `make lab TORCH=` keeps a learner's own build.
 TORCH  ?= torch==$(shell sed -n 's/^TORCH_TESTED = "\(.*\)"/\1/p' ampkit/_version.py)
@@ -114,7 +114,7 @@ bench: $(TEST_STAMP) ## every benchmark but the hub's (speed targets as ratios)
 	@for b in $(filter-out benchmarks/bench_hub.py,$(wildcard benchmarks/bench_*.py)); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 # Workshop and classroom targets, one file each: present/workshop, wheelhouse (offline room), hub (one server).
-include make/workshop.mk make/offline.mk make/hub.mk
+include make/workshop.mk make/offline.mk make/hub.mk make/site.mk
 
 # constraints.txt from this venv (LATEST=1: from .venv-latest, after `make test LATEST=1` passed there)
 lock: ## write constraints.txt: the exact version of every package in .venv (LATEST=1: .venv-latest)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import html
 import re
 import sys
 import time
@@ -39,7 +40,7 @@ from typing import Any
 from ampkit._nbstatic import static_view_problems
 from ampkit._nbtools import keep_view_state
 
-__all__ = ["export_html", "write_html", "kit_views_only", "tex_warnings", "RUNTIME"]
+__all__ = ["export_html", "write_html", "kit_views_only", "static_view_html", "tex_warnings", "RUNTIME"]
 
 #: The static-page runtime that draws the kit's views from their saved state (an ES module in the package).
 RUNTIME = Path(__file__).parent / "widgets" / "static" / "page.js"
@@ -52,13 +53,7 @@ _TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block data_widget_view scoped %}
-{%- set model_id = output.data['application/vnd.jupyter.widget-view+json']['model_id'] %}
-<div class="jp-OutputArea-output ampkit-static-view {{ extra_class }}" data-model-id="{{ model_id | e }}">
-{%- if 'image/png' in output.data %}
-<img class="ampkit-static-still" src="data:image/png;base64,{{ output.data['image/png'] }}"
-     alt="{{ output.data.get('text/plain', '') | e }}">
-{%- endif %}
-</div>
+{{ resources.ampkit_view_html(output.data, extra_class) }}
 {%- endblock data_widget_view -%}
 {%- block footer_js -%}
 {%- if resources.ampkit_runtime %}
@@ -68,6 +63,30 @@ _TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- endif %}
 {%- endblock footer_js -%}
 """
+
+
+def static_view_html(data: dict, extra_class: str = "") -> str:
+    """The placeholder of one kit view's output (its ``data``: the ``application/vnd.jupyter.widget-view+json``
+    model id, and the still picture ``image/png`` with ``text/plain`` as its alt text), where ``page.js`` draws the
+    view; this page and the book's (:mod:`ampkit._book`) both use it.
+
+    >>> print(static_view_html({"application/vnd.jupyter.widget-view+json": {"model_id": "00_x-1"},
+    ...                         "image/png": "iVBO", "text/plain": "View(a<b)"}))
+    <div class="jp-OutputArea-output ampkit-static-view" data-model-id="00_x-1">
+    <img class="ampkit-static-still" src="data:image/png;base64,iVBO"
+         alt="View(a&lt;b)"></div>
+    """
+    model_id = data["application/vnd.jupyter.widget-view+json"]["model_id"]
+    classes = " ".join(["jp-OutputArea-output", "ampkit-static-view", *str(extra_class or "").split()])
+    still = ""
+    if "image/png" in data:
+        png = data["image/png"]
+        png = png if isinstance(png, str) else "".join(png)
+        alt = data.get("text/plain", "")
+        alt = alt if isinstance(alt, str) else "".join(alt)
+        still = (f'<img class="ampkit-static-still" src="data:image/png;base64,{png.strip()}"\n'
+                 f'     alt="{html.escape(alt, quote=True)}">')
+    return f'<div class="{classes}" data-model-id="{html.escape(model_id, quote=True)}">\n{still}</div>'
 
 
 def kit_views_only(nb: Any, name: str) -> Any:
@@ -118,7 +137,7 @@ def export_html(path: str | Path, runtime_url: str | None = None) -> str:
                             extra_loaders=[DictLoader({_TEMPLATE_NAME: _TEMPLATE})])
     has_views = bool(nb.metadata.get("widgets"))
     resources = {"metadata": {"name": path.stem, "path": str(path.parent)},
-                 "ampkit_runtime": _runtime(runtime_url) if has_views else ""}
+                 "ampkit_runtime": _runtime(runtime_url) if has_views else "", "ampkit_view_html": static_view_html}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return body
 
