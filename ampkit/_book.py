@@ -138,8 +138,9 @@ def _rewrite_links(text: str, src: str, lang: str, repo: str | None) -> str:
         if rel in own:
             suffix = ".ipynb" if rel.endswith(".ipynb") else ".md"
             return f"[{label}]({own[rel]}{suffix}{anchor})"
-        if rel in other:
-            return f"[{label}](edition:{other_lang}/{other[rel]}.html{anchor})"
+        if rel in other:   # the edition: and edition-anchor: schemes of book/conf.py
+            return f"[{label}](edition-anchor:{other_lang}/{other[rel]}.html{anchor})" if frag else \
+                f"[{label}](edition:{other_lang}/{other[rel]}.html)"
         if not (ROOT / rel).exists():
             raise ValueError(f"{src}: link to {target!r}, which is no file of the repository")
         if repo:

@@ -23,10 +23,12 @@ nb_execution_mode = "off"
 nb_ipywidgets_js = {}            # MyST-NB's default loads require.js and the widget manager from a CDN
 nb_merge_streams = True
 myst_heading_anchors = 3
-# a link to the same page of the other edition: [text](edition:zh_CN/readme.html#anchor) (ampkit/_book.py)
+# a link to a page of the other edition: [text](edition:zh_CN/readme.html), with an anchor
+# [text](edition-anchor:zh_CN/readme.html#anchor) (ampkit/_book.py writes them)
 myst_url_schemes = {
     "http": None, "https": None, "mailto": None,
-    "edition": {"url": "../{{netloc}}{{path}}#{{fragment}}"},
+    "edition": {"url": "../{{path}}"},
+    "edition-anchor": {"url": "../{{path}}#{{fragment}}"},
 }
 suppress_warnings = ["myst.header"]   # the guides start with a paragraph before their first heading
 
