@@ -29,6 +29,7 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -291,6 +292,9 @@ def prepare(lang: str, src: Path, repo: str | None) -> dict:
 
 
 def _sphinx(lang: str, src: Path, out: Path) -> subprocess.Popen:
+    """sphinx-build of edition ``lang`` from ``src`` into ``out``. MyST-NB writes its copies of the notebooks into
+    ``out/../jupyter_execute`` (myst_nb/sphinx_ext.py, fixed), so ``out`` is a folder of the edition's own under
+    ``build/book``: the two builds never write the same file, and the site holds only the pages."""
     env = {**os.environ, "AMPKIT_BOOK_LANG": lang, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(BOOK), "-d",
            str(src.parent / f".doctrees-{lang}"), "-w", str(src.parent / f"warnings-{lang}.txt"), str(src), str(out)]
@@ -311,21 +315,28 @@ def build_site(out: Path, repo: str | None = None, work: Path | None = None) -> 
     """Build both editions into ``out`` (``out/en``, ``out/zh_CN``, ``out/index.html``), their Sphinx sources in
     ``work`` (default ``build/book``), the two Sphinx builds side by side. Returns the facts: ``seconds``, and per
     edition its ``pages`` (name -> title, views, solutions, set-up cells, source), ``warnings`` (the book's: a
-    notebook without its execution stamp) and ``sphinx_warnings`` (Sphinx's own stderr lines). Raises when a build
-    fails."""
+    notebook without its execution stamp) and ``sphinx_warnings`` (what Sphinx warned about, ``-w``). Raises when a
+    build fails."""
     t0 = time.perf_counter()
     out, work = Path(out), Path(work) if work else ROOT / "build" / "book"
     repo = repository(repo)
     facts: dict[str, Any] = {"repo": repo, "editions": {}}
     for lang in EDITIONS:
         facts["editions"][lang] = prepare(lang, work / lang, repo)
-    procs = {lang: _sphinx(lang, work / lang, out / lang) for lang in EDITIONS}
+    html = {lang: work / f"out-{lang}" / "html" for lang in EDITIONS}
+    procs = {lang: _sphinx(lang, work / lang, html[lang]) for lang in EDITIONS}
     for lang, proc in procs.items():
         stdout, stderr = proc.communicate()
         if proc.returncode:
             raise RuntimeError(f"sphinx-build of the {lang} edition failed ({proc.returncode}):\n{stderr[-4000:]}")
         warned = (work / f"warnings-{lang}.txt").read_text(encoding="utf-8")
         facts["editions"][lang]["sphinx_warnings"] = [line for line in warned.splitlines() if line.strip()]
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in [out / lang for lang in EDITIONS] + [out / "jupyter_execute"]:
+        if stale.exists():
+            shutil.rmtree(stale)
+    for lang in EDITIONS:
+        shutil.copytree(html[lang], out / lang, ignore=shutil.ignore_patterns(".buildinfo"))
     (out / "index.html").write_text(_SITE_INDEX, encoding="utf-8")
     (out / ".nojekyll").write_text("", encoding="utf-8")
     facts["seconds"] = round(time.perf_counter() - t0, 1)

@@ -53,6 +53,9 @@ def test_both_editions_build_fast_and_sphinx_warns_about_nothing(book):
         assert book.facts["editions"][lang]["sphinx_warnings"] == [], lang
         assert sorted(p.name for p in (book.site / lang).glob("[0-9][0-9]_*.html")) == \
             [f"{n}.html" for n in NOTEBOOKS]
+    # the site holds the pages, not MyST-NB's copies of the notebooks (written beside each build, not into the site)
+    assert sorted(p.name for p in book.site.iterdir()) == [".nojekyll", "en", "index.html", "zh_CN"]
+    assert not list(book.site.rglob("*.ipynb")) and not list(book.site.rglob(".buildinfo"))
     index = (book.site / "index.html").read_text(encoding="utf-8")
     assert 'href="en/index.html"' in index and 'href="zh_CN/index.html"' in index and "中文" in index
 
