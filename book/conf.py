@@ -76,6 +76,30 @@ def _chinese_stemmer(app, exception):
                             encoding="utf-8")
 
 
+# what a screen reader says for a control on a Chinese page: words written into furo's templates and MyST-NB's folds
+# (myst_nb/sphinx_.py, visit_HideCellInput), which no catalog translates
+ARIA_ZH = {
+    "Toggle hidden content": "展开或收起隐藏的内容",
+    "Toggle Light / Dark / Auto color theme": "切换浅色、深色或自动配色",
+    "Toggle table of contents sidebar": "显示或隐藏本页内容",
+    "Toggle site navigation sidebar": "显示或隐藏网站导航",
+}
+
+
+def _aria_zh(app, exception):
+    """The Chinese edition's pages say their controls' labels in Chinese (ARIA_ZH)."""
+    if exception is not None or LANG != "zh_CN":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        changed = html
+        for en, zh in ARIA_ZH.items():
+            changed = changed.replace(f'aria-label="{en}"', f'aria-label="{zh}"')
+        if changed != html:
+            page.write_text(changed, encoding="utf-8")
+
+
 def setup(app):
     app.connect("html-page-context", _no_math, priority=100)
     app.connect("build-finished", _chinese_stemmer)
+    app.connect("build-finished", _aria_zh)

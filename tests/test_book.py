@@ -232,6 +232,9 @@ def test_the_language_switch_lands_on_the_same_page(book, lang):
     chrome = soup.get_text(" ")
     assert all(w in chrome for w in ("回到顶部", "下一页", "上一页", "本页内容", "跳到正文")), chrome[-600:]
     assert not any(w in chrome for w in ("Back to top", "Next", "Previous", "On this page", "Made with")), lang
+    labels = {t["aria-label"] for page in (book.site / "zh_CN").glob("*.html")
+              for t in _soup(page).find_all(attrs={"aria-label": True})}
+    assert labels and not [label for label in labels if re.search(r"[A-Za-z]{4,}", label)], labels
 
 
 @pytest.mark.parametrize("lang", EDITIONS)
