@@ -182,6 +182,8 @@ def convert_notebook(path: Path, lang: str, repo: str | None) -> tuple[Any, dict
     state = nb.metadata.pop("widgets", {}).get(_STATE, {})
     models = state.get("state", {})
     executed = nb.metadata.get("ampkit", {}).get("executed")
+    if executed and not {"cpu", "torch"} <= set(executed):
+        raise ValueError(f"{rel}: metadata.ampkit.executed is {executed!r}; it needs 'cpu' and 'torch'")
     warnings = [] if executed else [f"{rel}: no metadata.ampkit.executed (re-execute it: make notebooks); "
                                     "its views' captions do not name the machine"]
     facts: dict[str, Any] = {"title": _title(nb, path.stem), "views": 0, "solutions": 0, "setup": 0, "source": rel,

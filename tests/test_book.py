@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from book_fixture import book_fixture  # noqa: F401  (the session fixture `book`)
 
-from ampkit._book import EDITIONS, WORDS, _run_box, prepare, repository
+from ampkit._book import EDITIONS, WORDS, _rewrite_links, _run_box, prepare, repository
 from ampkit._nbexport import RUNTIME
 from ampkit._nbstatic import _TEX
 
@@ -277,6 +277,17 @@ def test_search_indexes_both_languages(book):
     assert "01_fp16_range" in pages(zh, "舍入") and "01_fp16_range" in docs
     assert "03_loss_scaling" in pages(zh, "缩放")
     assert "01_fp16_range" in pages(en, "underflow") or "01_fp16_range" in pages(en, "underflow".rstrip("w"))
+
+
+def test_links_between_the_files_become_links_between_pages():
+    text = "[g](docs/glossary.md) [z](README.zh-CN.md#x) [h](hub/README.md) [w](https://x.org/a.md) [a](#here)"
+    assert _rewrite_links(text, "README.md", "en", "o/r") == (
+        "[g](glossary.md) [z](edition-anchor:zh_CN/readme.html#x) "
+        "[h](https://github.com/o/r/blob/HEAD/hub/README.md) [w](https://x.org/a.md) [a](#here)")
+    assert _rewrite_links("[h](../hub/README.md) [n](../notebooks/01_fp16_range.ipynb)", "docs/reference.md", "zh_CN",
+                          None) == "h [n](edition:en/01_fp16_range.html)"   # no repository: the label, no link
+    with pytest.raises(ValueError, match="no file of the repository"):
+        _rewrite_links("[x](docs/nothing.md)", "README.md", "en", None)
 
 
 def test_bad_input_is_refused_with_the_choices(tmp_path):
