@@ -38,7 +38,7 @@ from typing import Any
 
 from ampkit._nbexport import _title, kit_views_only, static_view_html
 
-__all__ = ["build_site", "prepare", "repository", "EDITIONS", "WORDS"]
+__all__ = ["build_site", "prepare", "repository", "search_terms", "EDITIONS", "WORDS"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -254,6 +254,22 @@ def _index(lang: str, lessons: dict[str, dict]) -> str:
            f"{words['order']}\n\n{items}\n\n{toc}"
 
 
+def search_terms(glossary: Path = ROOT / "docs" / "glossary.md") -> list[str]:
+    """The glossary's Chinese terms (its table's second column), for jieba to keep whole when Sphinx indexes the
+    Chinese edition: the browser does not split a query, so "损失缩放" is found only if it is an index term.
+
+    >>> "损失缩放" in search_terms() and "混合精度" in search_terms()
+    True
+    """
+    terms = []
+    for row in glossary.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if row.startswith("|") and len(cells) > 1 and cells[0] != "English":   # words of Chinese characters only
+            words = [t.strip() for t in re.split(r"[、/，,；;（）()]", cells[1])]
+            terms += [t for t in words if re.fullmatch(r"[\u4e00-\u9fff]+", t)]
+    return sorted(set(terms))
+
+
 def _write(path: Path, text: str) -> None:
     """Write ``text`` unless the file holds it already (Sphinx then rebuilds only what changed)."""
     if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -285,10 +301,12 @@ def prepare(lang: str, src: Path, repo: str | None) -> dict:
     if not lessons:
         raise ValueError(f"no notebooks/NN_*.ipynb for the edition {lang}")
     _write(src / "index.md", _index(lang, lessons))
+    if lang == "zh_CN":   # jieba's user dictionary (book/conf.py: html_search_options)
+        _write(src / "search-terms.txt", "".join(f"{t}\n" for t in search_terms()))
     for po in (BOOK / "locale" / lang).rglob("*.po"):   # the theme's words in the edition's language (book/conf.py)
         _write(src / "locale" / lang / po.relative_to(BOOK / "locale" / lang), po.read_text(encoding="utf-8"))
-    for stale in src.glob("*.*"):
-        if stale.is_file() and stale.name not in wanted:
+    for stale in [*src.glob("*.md"), *src.glob("*.ipynb")]:   # a page whose source is gone
+        if stale.name not in wanted:
             stale.unlink()
     return {"pages": pages, "warnings": warnings}
 
@@ -297,7 +315,7 @@ def _sphinx(lang: str, src: Path, out: Path) -> subprocess.Popen:
     """sphinx-build of edition ``lang`` from ``src`` into ``out``. MyST-NB writes its copies of the notebooks into
     ``out/../jupyter_execute`` (myst_nb/sphinx_ext.py, fixed), so ``out`` is a folder of the edition's own under
     ``build/book``: the two builds never write the same file, and the site holds only the pages."""
-    env = {**os.environ, "AMPKIT_BOOK_LANG": lang, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "AMPKIT_BOOK_LANG": lang, "AMPKIT_BOOK_SRC": str(src.resolve()), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(BOOK), "-d",
            str(src.parent / f".doctrees-{lang}"), "-w", str(src.parent / f"warnings-{lang}.txt"), str(src), str(out)]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -44,6 +44,10 @@ html_show_sphinx = False            # the footer's credits are the book's own (t
 html_show_copyright = False
 locale_dirs = ["locale"]            # the Chinese words of furo's that Sphinx's catalog lacks (book/locale, copied)
 html_search_language = "zh" if LANG == "zh_CN" else "en"   # zh splits words with jieba (sphinx/search/zh.py)
+# the glossary's Chinese terms as jieba's user dictionary (added to its own), so that "损失缩放" is an index term and
+# not only "损失" and "缩放": the search page does not split what the reader types (ampkit/_book.py, search_terms)
+_TERMS = Path(os.environ.get("AMPKIT_BOOK_SRC", ".")) / "search-terms.txt"
+html_search_options = {"dict": str(_TERMS)} if LANG == "zh_CN" and _TERMS.is_file() else {}
 html_context = {
     "ampkit_lang": LANG,
     "ampkit_other": OTHER,

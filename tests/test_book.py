@@ -276,6 +276,10 @@ def test_search_indexes_both_languages(book):
     # a word of a Chinese notebook's prose (jieba splits it out; without jieba no Chinese word is indexed)
     assert "01_fp16_range" in pages(zh, "舍入") and "01_fp16_range" in docs
     assert "03_loss_scaling" in pages(zh, "缩放")
+    # a glossary term is an index term whole (the search page does not split what the reader types): jieba keeps it,
+    # from the glossary's terms (search_terms), besides its parts
+    for term in ("损失缩放", "混合精度", "次正规数", "数据下沉"):
+        assert len(pages(zh, term)) >= 2, term
     assert "01_fp16_range" in pages(en, "underflow") or "01_fp16_range" in pages(en, "underflow".rstrip("w"))
 
 
