@@ -147,8 +147,13 @@ export function verdictOf(value, stored, f = null) {
 }
 
 /** An element with attributes and children (strings become text: never parsed as HTML). */
+/** The elements that take keys: Lumino (JupyterLab, Notebook 7) tries a key binding's selector on the focused element
+ * before it looks above it for data-lm-suppress-shortcuts, so each of them carries the mark (applyLook). */
+const TAKES_KEYS = new Set(["input", "select", "textarea", "button"]);
+
 export function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
+  if (TAKES_KEYS.has(tag)) node.setAttribute("data-lm-suppress-shortcuts", "true");
   for (const [k, v] of Object.entries(attrs)) {
     if (k === "style" && typeof v === "object") Object.assign(node.style, v);
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
@@ -261,7 +266,9 @@ export function linePath(ys, X, Y) {
 export function applyLook(el, look) {
   el.classList.add("ampkit-front");
   // keys pressed in a view belong to its controls, not to the notebook's shortcuts: Lumino (JupyterLab, Notebook 7)
-  // matches no key binding at or above an element marked data-lm-suppress-shortcuts, and the event stops here
+  // matches no key binding once it reaches an element marked data-lm-suppress-shortcuts on its way up from the
+  // focused one (which h() marks too: a binding whose selector matches the control itself would win otherwise, as
+  // Notebook 7's ArrowRight, notebook:move-cursor-heading-below-or-expand, did), and the event stops here
   el.setAttribute("data-lm-suppress-shortcuts", "true");
   el.addEventListener("keydown", (event) => event.stopPropagation());
   el.style.setProperty("--ampkit-font-px", `${look.font_px}px`);
