@@ -35,6 +35,11 @@ LAB_ROOT ?= notebooks$(if $(ZH),/$(KIT_LANG))
 # Jupyter refuses to run as root (containers, CI) unless told it is on purpose.
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
+# `make test` runs pytest on TEST_WORKERS processes (pytest-xdist; 2: one a core of a 2-core machine), each test file
+# whole on one worker (--dist loadfile: a notebook's cells in order in one kernel, a module's JupyterLab shared);
+# TEST_WORKERS=1: one process, in order
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 .DEFAULT_GOAL := help
 
@@ -60,14 +65,14 @@ $(STAMP): pyproject.toml ampkit/_version.py $(if $(LATEST),,$(CONSTRAINTS)) | ch
 	$(BIN)/python -m ampkit warmup || echo "warmup skipped: notebook 04 will compile on first use"
 	@touch $@
 
-# the extras `make test` needs (pyproject.toml: test, browser, lint), on top of the runtime
+# the extras `make test` needs (pyproject.toml: test, browser, lint, site), on top of the runtime
 $(TEST_STAMP): $(STAMP)
 	$(PIP_INSTALL) -q $(PINS) -e ".[$(TEST_EXTRAS)]"
 	@touch $@
 
 install: $(STAMP) ## create .venv and install the kit and its runtime (what `make lab` needs)
 
-install-test: $(TEST_STAMP) ## install also the test, browser and lint extras (what `make test` needs)
+install-test: $(TEST_STAMP) ## install also the test, browser, lint and site extras (what `make test` needs)
 
 lab: $(STAMP) $(if $(ZH),lab-language) ## open JupyterLab on notebooks/ (LAB_ROOT=workshop: the learner copies; LANG=zh_CN: 中文)
 	$(LAB_ENV) $(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=$(LAB_ROOT) $(ALLOW_ROOT) $(LAB_ARGS)
@@ -87,7 +92,7 @@ translations: $(TEST_STAMP) ## update translations/zh_CN/*.po and ampkit.po, bui
 test: $(TEST_STAMP) ## ruff and mypy, then every test (LATEST=1: against the newest versions, in .venv-latest)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # On a CUDA GPU: tests/gpu (autocast's CUDA lists, tensor-core decisions, fp16/bf16 speed printed, torch._scaled_mm
 # fp8, the GradScaler drop-in) and every notebook. With no GPU (or a CPU build of torch) it prints one line saying so

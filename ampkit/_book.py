@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ampkit._nbexport import _title, kit_views_only, static_view_html
+from ampkit._nbexport import kit_views_only, notebook_title, static_view_html
 
 __all__ = ["build_site", "prepare", "repository", "search_terms", "EDITIONS", "WORDS"]
 
@@ -186,8 +186,8 @@ def convert_notebook(path: Path, lang: str, repo: str | None) -> tuple[Any, dict
         raise ValueError(f"{rel}: metadata.ampkit.executed is {executed!r}; it needs 'cpu' and 'torch'")
     warnings = [] if executed else [f"{rel}: no metadata.ampkit.executed (re-execute it: make notebooks); "
                                     "its views' captions do not name the machine"]
-    facts: dict[str, Any] = {"title": _title(nb, path.stem), "views": 0, "solutions": 0, "setup": 0, "source": rel,
-                             "executed": executed}
+    facts: dict[str, Any] = {"title": notebook_title(nb, path.stem), "views": 0, "solutions": 0, "setup": 0,
+                             "source": rel, "executed": executed}
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = _rewrite_links(_lines(cell.source), rel, lang, repo)

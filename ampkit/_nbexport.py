@@ -40,7 +40,8 @@ from typing import Any
 from ampkit._nbstatic import static_view_problems
 from ampkit._nbtools import keep_view_state
 
-__all__ = ["export_html", "write_html", "kit_views_only", "static_view_html", "tex_warnings", "RUNTIME"]
+__all__ = ["export_html", "write_html", "kit_views_only", "static_view_html", "notebook_title", "tex_warnings",
+           "RUNTIME"]
 
 #: The static-page runtime that draws the kit's views from their saved state (an ES module in the package).
 RUNTIME = Path(__file__).parent / "widgets" / "static" / "page.js"
@@ -113,7 +114,8 @@ def _runtime(runtime_url: str | None) -> str:
     return code + "\nrenderViews(document);"
 
 
-def _title(nb: Any, fallback: str) -> str:
+def notebook_title(nb: Any, fallback: str) -> str:
+    """The text of the notebook's first ``# `` heading, markup removed (the page's title; the book's too)."""
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "markdown":
             m = re.match(r"\s*#\s+(.+)", "".join(cell.get("source", "")))
@@ -131,7 +133,7 @@ def export_html(path: str | Path, runtime_url: str | None = None) -> str:
 
     path = Path(path)
     nb = kit_views_only(nbformat.read(path, as_version=4), path.stem)
-    nb.metadata.setdefault("title", _title(nb, path.stem))
+    nb.metadata.setdefault("title", notebook_title(nb, path.stem))
     language = nb.metadata.get("ampkit", {}).get("language", "en").split("_")[0]
     exporter = HTMLExporter(template_name="lab", template_file=_TEMPLATE_NAME, language_code=language,
                             extra_loaders=[DictLoader({_TEMPLATE_NAME: _TEMPLATE})])

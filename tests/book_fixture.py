@@ -1,9 +1,13 @@
-"""The book (``ampkit._book``), built once per test session into a temporary folder: import the fixture into a test
-module (``from book_fixture import book_fixture``; the fixture is named ``book``) and every test there shares one
-build (tests/test_book.py; a browser test of the site can use it too). Skipped with a reason where the site extra
-(Sphinx, MyST-NB, furo, jieba) is missing."""
+"""The book (``ampkit._book``), built once per test run into a temporary folder: tests/conftest.py imports the
+fixture (named ``book``), so every test module shares one build (tests/test_book.py, the browser test). Under
+``make test``'s pytest-xdist the workers share it too: the first to ask builds it into the run's common temporary
+folder while holding a lock, the others wait for the lock and read the facts it wrote. Skipped with a reason where
+the site extra (Sphinx, MyST-NB, furo, jieba) is missing."""
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +26,16 @@ def book_fixture(tmp_path_factory) -> Book:
         pytest.importorskip(module, reason="the site extra is not installed: pip install -e '.[site]'")
     from ampkit._book import build_site
 
-    base = tmp_path_factory.mktemp("book")
-    facts = build_site(base / "site", repo="someone/ampkit", work=base / "src")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):     # .../pytest-N/popen-gwK: the run's folder is its parent
+        shared = shared.parent
+    base = shared / "book"
+    base.mkdir(exist_ok=True)
+    done = base / "facts.json"
+    with open(base / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # released when the file closes, also if the build raises
+        if not done.exists():
+            facts = build_site(base / "site", repo="someone/ampkit", work=base / "src")
+            done.write_text(json.dumps(facts), encoding="utf-8")
+        facts = json.loads(done.read_text(encoding="utf-8"))
     return Book(base / "site", facts)

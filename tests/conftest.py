@@ -1,6 +1,7 @@
 """Fixtures shared by the unit tests."""
 import pytest
 import torch
+from book_fixture import book_fixture  # noqa: F401  (the book, built once a session: tests/book_fixture.py)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -21,7 +21,6 @@ import re
 from pathlib import Path
 
 import pytest
-from book_fixture import book_fixture  # noqa: F401  (the session fixture `book`)
 
 from ampkit._book import EDITIONS, WORDS, _rewrite_links, _run_box, prepare, repository
 from ampkit._nbexport import RUNTIME

@@ -31,7 +31,7 @@ ENGINE = {"ampkit.precision", "ampkit.scaling", "ampkit.sinking", "ampkit.fp8", 
 #: (``free_port``); :func:`test_the_shared_modules_import_only_the_standard_library` keeps them so.
 SHARED = {"ampkit._net"}
 FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools", "ampkit._nbstatic",
-         "ampkit._nbexport", "ampkit._i18ntools"}
+         "ampkit._nbexport", "ampkit._i18ntools", "ampkit._book"}
 
 #: layer -> the layers its modules may import (besides their own package), and why (docs/architecture.md).
 MAY_IMPORT: dict[str, set[str]] = {

@@ -83,15 +83,15 @@ def test_make_installs_the_tested_torch_first(tmp_path):
     assert '"torch' not in own and "grep -v '^torch==' constraints.txt" in own
 
 
-def test_make_lab_installs_the_runtime_and_make_test_the_three_extras(tmp_path):
+def test_make_lab_installs_the_runtime_and_make_test_the_four_extras(tmp_path):
     extras = _pyproject()["project"]["optional-dependencies"]
-    assert {"test", "browser", "lint"} <= set(extras)
+    assert {"test", "browser", "lint", "site"} <= set(extras)
     assert "ruff" in map(_name, extras["lint"]) and "playwright" in map(_name, extras["browser"])
     assert not {"ruff", "playwright", "pytest"} & {_name(r) for r in _pyproject()["project"]["dependencies"]}
     lab = _make_dry_run(tmp_path, "lab")
     assert "pip install -q -c constraints.txt -e .\n" in lab and ".[" not in lab   # no extra for a learner
     test = _make_dry_run(tmp_path, "test")
-    assert 'pip install -q -c constraints.txt -e ".[test,browser,lint]"' in test
+    assert 'pip install -q -c constraints.txt -e ".[test,browser,lint,site]"' in test
 
 
 def test_make_test_lints_then_runs_pytest(tmp_path):

@@ -28,7 +28,6 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from book_fixture import book_fixture  # noqa: F401  (the session fixture `book`)
 
 from conftest import ARTIFACTS, find_chromium
 
