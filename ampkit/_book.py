@@ -195,7 +195,9 @@ def convert_notebook(path: Path, lang: str, repo: str | None) -> tuple[Any, dict
         if cell.cell_type != "code":
             continue
         tags = list(cell.metadata.get("tags", []))
-        if "solution" in tags:
+        if "ampkit-language" in tags:       # the Chinese edition's first cell sets the kernel's language: a page
+            tags.append("remove-cell")       # is in its language already
+        elif "solution" in tags:
             tags.append("hide-cell")
             cell.metadata["mystnb"] = {"code_prompt_show": WORDS[lang]["solution"],
                                        "code_prompt_hide": WORDS[lang]["solution_hide"]}

@@ -188,6 +188,19 @@ def test_every_lesson_has_the_run_box(book, lang):
     assert "mybinder" not in no_repo and "make lab" in no_repo
 
 
+def test_a_lesson_opens_with_its_title_not_the_language_cell():
+    """The Chinese notebooks' first cell (tag ampkit-language) sets the kernel's language; a page is in its
+    language already, so the cell is left out and the page opens with the notebook's title."""
+    from ampkit._book import convert_notebook
+
+    for lang, path in (("zh_CN", ROOT / "notebooks" / "zh_CN" / "03_loss_scaling.ipynb"),
+                       ("en", ROOT / "notebooks" / "03_loss_scaling.ipynb")):
+        nb, _, _ = convert_notebook(path, lang, None)
+        shown = [c for c in nb.cells if "remove-cell" not in c.metadata.get("tags", [])]
+        assert shown[0].cell_type == "markdown" and shown[0].source.lstrip().startswith("# "), lang
+        assert not any("set_language" in c.source for c in shown), lang
+
+
 def _targets(path: Path, soup) -> list[tuple[str, str]]:
     refs = [("a", a["href"]) for a in soup.find_all("a", href=True)]
     refs += [("img", i["src"]) for i in soup.find_all("img", src=True)]
