@@ -106,6 +106,7 @@ def test_no_math_renderer_and_no_tex_shown_literally(book):
             tag.decompose()
         prose = re.sub(r"\$\{\w+\}", "", article.get_text(" "))   # a shell's ${NAME} is no TeX
         assert not _TEX.search(prose) and "\\(" not in prose and "\\[" not in prose, page
+        assert "**" not in prose, (page, prose[max(0, prose.find("**") - 80):prose.find("**") + 80])  # bold as '**'
 
 
 def _views(nb) -> list[str]:

@@ -111,6 +111,10 @@ def test_each_planted_fault_is_caught():
         assert any("tokens" in p for p in _e(en, broken)), broken
     assert any("glossary" in p for p in _e("Loss scaling keeps gradients.", "损失放大让梯度保留下来。"))
     assert _e("Loss scaling keeps gradients.", "损失缩放让梯度保留下来。") == []
+    pytest.importorskip("markdown_it")
+    bold = "The kit teaches **automatic mixed precision (AMP)** on a CPU."
+    assert any("bold shown as '**'" in p for p in _e(bold, "本工具讲解**自动混合精度（AMP）**的用法。"))
+    assert _e(bold, "本工具讲解**自动混合精度**（AMP）的用法。") == []
 
 
 def test_code_cells_must_stay_the_same_program():

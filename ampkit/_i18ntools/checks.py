@@ -112,6 +112,20 @@ def glossary_terms(path: Path = GLOSSARY) -> list[tuple[str, str, re.Pattern]]:
     return rows
 
 
+def literal_emphasis(markdown: str) -> bool:
+    """Whether CommonMark (GitHub, the book's MyST) shows a ``**`` of ``markdown`` as text instead of bold.
+
+    >>> literal_emphasis("讲解**自动混合精度（AMP）**的"), literal_emphasis("讲解**自动混合精度**（AMP）的")
+    (True, False)
+    """
+    try:
+        from markdown_it import MarkdownIt      # the site extra's (MyST); without it, nothing to say
+    except ImportError:
+        return False
+    html = MarkdownIt("commonmark").render(markdown)
+    return "**" in re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", html, flags=re.S)
+
+
 def entry_problems(e: polib.POEntry, terms=None) -> list[str]:
     kind = (e.comment or "").split(":", 1)[0]
     if e.msgctxt == FIGURE:
@@ -146,6 +160,9 @@ def entry_problems(e: polib.POEntry, terms=None) -> list[str]:
                             f"translation: {where}")
     if missing:
         problems.append(f"tokens: {sorted(missing)[:6]} not in the translation: {where}")
+    if kind == "markdown" and literal_emphasis(e.msgstr) and not literal_emphasis(e.msgid):
+        problems.append(f"bold shown as '**' (CommonMark: a '**' between a full-width mark and a Chinese character "
+                        f"neither opens nor closes; move it outside the mark, e.g. **术语**（AMP）): {where}")
     prose = english if kind == "code" else _tokens_removed(english)
     for en, zh, pattern in terms or ():
         if pattern.search(prose) and zh not in translated:

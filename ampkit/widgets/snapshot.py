@@ -49,6 +49,8 @@ __all__ = ["snapshot_items", "snapshot_png", "display_bundle", "display", "regis
 
 #: The line on top of every still picture.
 NOTE = mark("Still picture of this widget's first state. Run the notebook to move its controls.")
+#: the text form's first words (a picture's alt text in a static page, the book's among them)
+LABEL = mark("[ampkit widget: run the notebook to use it]")
 _CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 _WIDTH = 720          # the picture's minimum width in pixels (text wraps to it)
 _PAD = 8
@@ -253,7 +255,7 @@ def display_bundle(widget: W.Widget) -> dict:
     shown = widget._repr_mimebundle_()
     bundle = dict(shown[0] if isinstance(shown, tuple) else shown)   # anywidget's views return (data, metadata)
     bundle["image/png"] = base64.b64encode(snapshot_png(widget)).decode("ascii")
-    bundle["text/plain"] = f"[ampkit widget: run the notebook to use it] {tr(NOTE)}"
+    bundle["text/plain"] = f"{tr(LABEL)} {tr(NOTE)}"
     return bundle
 
 
