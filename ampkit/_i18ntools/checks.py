@@ -119,7 +119,7 @@ def literal_emphasis(markdown: str) -> bool:
     (True, False)
     """
     try:
-        from markdown_it import MarkdownIt      # the site extra's (MyST); without it, nothing to say
+        from markdown_it import MarkdownIt  # the site extra's (MyST); without it, nothing to say
     except ImportError:
         return False
     html = MarkdownIt("commonmark").render(markdown)
