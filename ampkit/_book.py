@@ -67,6 +67,7 @@ WORDS: dict[str, dict[str, str]] = {
         "lessons": "Lessons", "guides": "Guides",
         "order": "The lessons, in order:",
         "reference_note": "",
+        "reference_title": "",
     },
     "zh_CN": {
         "computed": "这些数字是在执行本 notebook 时算出的：{cpu}，torch {torch}。在你的机器上运行这个 notebook，"
@@ -86,6 +87,7 @@ WORDS: dict[str, dict[str, str]] = {
         "lessons": "课程", "guides": "指南",
         "order": "各课按顺序如下：",
         "reference_note": "本页的来源列表只有英文版。",
+        "reference_title": "参考资料：本工具包依据的事实及其来源（英文）",
     },
 }
 
@@ -232,8 +234,9 @@ def convert_notebook(path: Path, lang: str, repo: str | None) -> tuple[Any, dict
 def _guide(src: str, lang: str, repo: str | None) -> str:
     text = _rewrite_links((ROOT / src).read_text(encoding="utf-8"), src, lang, repo)
     note = WORDS[lang]["reference_note"]
-    if src == "docs/reference.md" and note:
-        text = re.sub(r"^(# .+\n)", lambda m: f"{m.group(1)}\n> {note}\n", text, count=1, flags=re.M)
+    if src == "docs/reference.md" and note:      # the Chinese title (sidebar, prev/next), then the note
+        text = re.sub(r"^# (.+)\n", lambda m: f"# {WORDS[lang]['reference_title']}\n\n> {note} ({m.group(1)})\n",
+                      text, count=1, flags=re.M)
     return text
 
 
