@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import time
+from pathlib import Path
 
 from roomtools import storm  # tests/roomtools/ (bench_storm.py puts tests/ on sys.path)
 
@@ -31,6 +32,10 @@ def chromium() -> str:
         if c and os.path.exists(c):
             return c
     raise storm.StormError("no chromium found (install Debian's `chromium`, or set AMPKIT_CHROMIUM)")
+
+
+WIDGET_SHOWN = """() => [...document.querySelectorAll('.jp-OutputArea .jupyter-widgets, .jp-OutputArea .ampkit-front')]
+                        .some((e) => e.getClientRects().length > 0)"""
 
 
 def _poll(page, predicate: str, deadline: float, what: str) -> None:
@@ -85,8 +90,9 @@ def browser_learner(h, rec: dict, t0: float, args, abort) -> None:
                 t_run = time.monotonic()
                 page.click(".lm-MenuBar-item:has-text('Run')")
                 page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
-                page.wait_for_selector(".jp-OutputArea .jupyter-widgets, .jp-OutputArea .ampkit-front",
-                                       timeout=max(1000, int(1000 * (deadline - time.monotonic()))))
+                # any view drawn and shown (not the first match only, as wait_for_selector checks), answering the
+                # "Select Kernel" dialog if JupyterLab asks again
+                _poll(page, WIDGET_SHOWN, deadline, "a view to be drawn")
                 rec["first_widget_s"] = round(time.monotonic() - start, 2)
                 _poll(page, RUN_ALL_DONE, deadline, "Run All to finish")
                 rec["run_all_s"] = round(time.monotonic() - t_run, 2)
@@ -106,6 +112,14 @@ def browser_learner(h, rec: dict, t0: float, args, abort) -> None:
                                            arg=[IMAGE, before], timeout=int(1000 * args.update_timeout))
                     rec["update_ms"].append(round(1000 * (time.perf_counter() - t), 1))
                     page.wait_for_timeout(int(1000 * args.pause))
+            except Exception:
+                try:                                   # what the learner saw when it failed, to look at
+                    shots = Path(__file__).resolve().parents[1] / "artifacts" / "storm"
+                    shots.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(shots / f"FAILED-{name}-{stage}.png"))
+                except Exception:                      # noqa: BLE001 — the failure itself is what is reported
+                    pass
+                raise
             finally:
                 browser.close()
     except Exception as exc:   # noqa: BLE001 — reported in the JSON; the storm goes on
