@@ -178,7 +178,8 @@ function render({ model, el }) {
   function writeSummary() {
     const k = model.get("scale_exp");
     const shown = Number.isInteger(k) && k >= hist.min_exp && k <= hist.max_exp;
-    summary.textContent = shown ? hist.summaries[k - hist.min_exp] : model.get("summary");
+    const line = shown ? hist.summaries[k - hist.min_exp] : model.get("summary");
+    if (summary.textContent !== line) summary.textContent = line;   // the kernel's same line: nothing redrawn
   }
 
   const events = ["change:marker", "change:scale_exp", "change:lo", "change:hi"];
