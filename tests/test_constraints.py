@@ -41,9 +41,14 @@ def _pins(text: str) -> dict[str, str]:
 
 def _installed_requirements() -> list[str]:
     """The names of pyproject's runtime dependencies and of every extra, those installed in this venv."""
+    from packaging.requirements import Requirement
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
-    names = {_norm(re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0]) for r in reqs}
+    reqs = [Requirement(r) for r in project["dependencies"]]
+    reqs += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    # a requirement whose marker leaves it out of this Python (tomli below 3.11) is not this venv's to pin, even
+    # where some other test has put a copy of it on sys.path
+    names = {_norm(r.name) for r in reqs if r.marker is None or r.marker.evaluate({"extra": ""})}
     out = []
     for name in sorted(names):
         try:
