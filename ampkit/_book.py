@@ -266,10 +266,11 @@ def search_terms(glossary: Path = ROOT / "docs" / "glossary.md") -> list[str]:
     >>> "损失缩放" in search_terms() and "混合精度" in search_terms()
     True
     """
+    from ampkit._i18ntools.checks import glossary_rows
+
     terms = []
-    for row in glossary.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in row.strip().strip("|").split("|")]
-        if row.startswith("|") and len(cells) > 1 and cells[0] != "English":   # words of Chinese characters only
+    for cells in glossary_rows(glossary):
+        if len(cells) > 1 and cells[0] != "English":   # words of Chinese characters only
             words = [t.strip() for t in re.split(r"[、/，,；;（）()]", cells[1])]
             terms += [t for t in words if re.fullmatch(r"[\u4e00-\u9fff]+", t)]
     return sorted(set(terms))

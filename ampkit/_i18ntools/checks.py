@@ -97,13 +97,18 @@ def _prose_of_code(source: str) -> str:
     return "\n".join(parts)
 
 
+def glossary_rows(path: Path = GLOSSARY) -> list[list[str]]:
+    """The cells of each row of the glossary's tables (header and ``|---|`` lines included; callers filter)."""
+    if not path.exists():
+        return []
+    return [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+
+
 def glossary_terms(path: Path = GLOSSARY) -> list[tuple[str, str, re.Pattern]]:
     """(English, Chinese, pattern) for every glossary row marked as checked (✓ in its last column)."""
     rows: list[tuple[str, str, re.Pattern]] = []
-    if not path.exists():
-        return rows
-    for line in path.read_text().splitlines():
-        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+    for cols in glossary_rows(path):
         if len(cols) < 4 or not cols[-1].startswith("✓"):
             continue
         en, zh = cols[0].strip("*` "), cols[1].strip("*` ")
