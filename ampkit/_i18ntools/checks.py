@@ -158,7 +158,7 @@ def entry_problems(e: polib.POEntry, terms=None) -> list[str]:
         if kind in ("markdown", "message", "figure") and _PROSE.search(_tokens_removed(english)) \
                 and not CJK.search(e.msgstr):
             problems.append(f"untranslated (no Chinese in it): {where}")
-        missing = {t for t in _tokens(english) if t not in e.msgstr}
+        missing = {t for t in _tokens(english) if t not in e.msgstr and not _kept_as_chinese(t, e.msgstr)}
         if kind in ("message", "figure") and _fields(e.msgid) != _fields(e.msgstr) and \
                 not (kind == "figure" and _positional_ok(e.msgid, e.msgstr)):
             problems.append(f"fields: {sorted(_fields(e.msgid))} in English, {sorted(_fields(e.msgstr))} in the "
@@ -173,6 +173,34 @@ def entry_problems(e: polib.POEntry, terms=None) -> list[str]:
         if pattern.search(prose) and zh not in translated:
             problems.append(f"glossary: {en!r} must be {zh!r}: {where}")
     return problems
+
+
+def _uncommented(block: str) -> str:
+    """A code block without its ``#`` comments and trailing blanks (a translator translates the comments)."""
+    return "\n".join(re.sub(r"(^|\s)#.*$", "", line).rstrip() for line in block.splitlines())
+
+
+def _kept_as_chinese(token: str, translated: str) -> bool:
+    r"""An English token the translation keeps in its Chinese form.
+
+    A fenced code block with its comments translated (the code unchanged), and a MindSpore page of the English
+    site replaced by the same page of the Chinese site (``/en/`` -> ``/zh-CN/``, same file name).
+
+    >>> _kept_as_chinese("x = 1  # one\n```", "```python\nx = 1  # 一\n```"), _kept_as_chinese("x = 2\n```", "x = 1")
+    (True, False)
+    >>> en = "https://www.mindspore.cn/docs/en/r2.4.10/a/sink_mode.html"
+    >>> _kept_as_chinese(en, "见 [下沉模式](https://www.mindspore.cn/docs/zh-CN/r2.4.10/a/sink_mode.html)。")
+    True
+    """
+    if token.endswith("```"):
+        bodies = [m.group(0).split("\n", 1)[1] for m in _FENCE.finditer(translated) if "\n" in m.group(0)]
+        return any(_uncommented(b) == _uncommented(token) for b in bodies)
+    if re.match(r"https?://(www\.)?mindspore\.cn/", token) and "/en/" in token:
+        leaf = token.split("#")[0].rstrip("/").rsplit("/", 1)[-1]
+        return any("/zh-CN/" in u and u.split("#")[0].rstrip("/").rsplit("/", 1)[-1] == leaf
+                   for m in _LINK.finditer(translated) for u in [(m.group(1) or m.group(2)).rstrip(".,;:")]
+                   if "mindspore.cn/" in u)
+    return False
 
 
 def _tokens_removed(text: str) -> str:
