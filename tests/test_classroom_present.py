@@ -78,6 +78,11 @@ def test_command_serves_one_notebook_on_loopback_with_code_hidden():
 def test_command_without_a_notebook_serves_the_tree():
     cmd = voila_command(None)
     assert Path(cmd[3]).resolve() == NOTEBOOKS and f"--port={DEFAULT_PORT}" in cmd
+    # the classic tree: the list is in the page Voila sends (the JupyterLab tree fetches it from script)
+    assert "--VoilaConfiguration.classic_tree=True" in cmd
+    assert "--VoilaConfiguration.classic_tree=True" not in voila_command("03")     # a notebook has no tree
+    own = voila_command(None, extra_args=["--VoilaConfiguration.classic_tree=False"])
+    assert [a for a in own if "classic_tree" in a] == ["--VoilaConfiguration.classic_tree=False"]  # the caller's wins
 
 
 def test_command_options_and_pass_through():

@@ -106,7 +106,11 @@ def voila_command(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: 
     (no silent move to another port: the URL printed is the one served); code hidden (Voilà's default, not changed).
 
     ``extra_args`` go to Voilà unchanged (e.g. ``--theme=dark``); a ``--template=NAME`` there replaces the kit's
-    offline template :data:`TEMPLATE` (Voilà's own templates load Font Awesome from a CDN)."""
+    offline template :data:`TEMPLATE` (Voilà's own templates load Font Awesome from a CDN).
+
+    The tree is Voilà's classic one (``classic_tree``): the list of notebooks is in the page Voilà sends. Voilà's
+    JupyterLab tree fetches it from script after a dozen plugins start, and with both cores busy that page once stayed
+    empty for 120 s (tests/browser/test_present_browser.py); the classic page lists them in about a second."""
     if isinstance(port, bool) or not isinstance(port, int):
         raise TypeError(f"port must be an int between 1 and 65535; got {port!r}")
     if not 1 <= port <= 65535:
@@ -118,6 +122,8 @@ def voila_command(notebook: str | None = None, *, port: int = DEFAULT_PORT, ip: 
     cmd = [python, "-m", "voila", _relative(target), f"--Voila.ip={ip}", f"--port={port}", "--Voila.port_retries=0",
            *([] if own_template else [f"--template={TEMPLATE}"]),
            *(f"--VoilaConfiguration.extension_denylist={x}" for x in VOILA_DENYLIST)]
+    if not notebook and not any(str(a).startswith("--VoilaConfiguration.classic_tree") for a in extra_args):
+        cmd.append("--VoilaConfiguration.classic_tree=True")
     if not open_browser:
         cmd.append("--no-browser")
     if token:
