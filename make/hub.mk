@@ -4,6 +4,8 @@
 #                                 read hub/README.md "Opening it to the room" first (password, firewall, TLS)
 #   make hub-cert; make hub HUB_IP=0.0.0.0 HUB_HTTPS=1     HTTPS with a self-signed certificate (fingerprint printed)
 #   sudo make hub HUB_ISOLATE=1   every learner a system user ampkit-NAME, private home, memory limit (hub/README.md)
+#   make hub LANG=zh_CN           the Chinese room: learners open notebooks/zh_CN (workshop/zh_CN), kernels with
+#                                 AMPKIT_LANG=zh_CN, JupyterLab in Chinese (only a LANG on make's command line counts)
 HUB_IP             ?= 127.0.0.1
 HUB_PORT           ?= 8000
 HUB_IDLE_TIMEOUT   ?= 3600
@@ -36,7 +38,7 @@ HUB_ENV := AMPKIT_HUB_IP=$(HUB_IP) AMPKIT_HUB_PORT=$(HUB_PORT) AMPKIT_HUB_IDLE_T
   AMPKIT_HUB_MAX_SERVERS=$(HUB_MAX_SERVERS) AMPKIT_HUB_SPAWN_LIMIT=$(HUB_SPAWN_LIMIT) AMPKIT_HUB_ALLOW_ROOT=$(HUB_ALLOW_ROOT)
 HUB_ENV += AMPKIT_HUB_ISOLATE=$(HUB_ISOLATE) AMPKIT_HUB_MEM_LIMIT=$(HUB_MEM_LIMIT) \
   AMPKIT_HUB_TERMINALS=$(HUB_TERMINALS) AMPKIT_HUB_KERNEL_IDLE=$(HUB_KERNEL_IDLE) AMPKIT_HUB_HTTPS=$(HUB_HTTPS)
-HUB_ENV += AMPKIT_HUB_ROOM_VIEW=$(HUB_ROOM_VIEW)
+HUB_ENV += AMPKIT_HUB_ROOM_VIEW=$(HUB_ROOM_VIEW) AMPKIT_HUB_LANG=$(KIT_LANG)
 HUB_CHECK := $(BIN)/python -m ampkit.classroom.hub check --venv $(VENV) --node-prefix $(HUB_NODE)
 
 .PHONY: hub hub-install hub-check bench-hub bench-storm hub-backup hub-reset hub-cert hub-users hub-users-remove test-hub
@@ -45,10 +47,12 @@ hub-check: $(STAMP) ## check the hub's extras and HUB_* settings without startin
 	@$(HUB_ENV) $(HUB_CHECK)
 
 # Learners' first copies come from workshop/ (outputs cleared, solutions hidden): made once here if missing;
-# `make workshop` refreshes it (each learner's own copy is never overwritten).
-hub: $(STAMP) ## a JupyterHub for the room on this machine (hub/README.md)
+# `make workshop` refreshes it (each learner's own copy is never overwritten). LANG=zh_CN: workshop/zh_CN/, and
+# JupyterLab's Chinese language pack installed first (lab-language, as for make lab LANG=zh_CN).
+HUB_WORKSHOP := workshop$(if $(ZH),/$(KIT_LANG))
+hub: $(STAMP) $(if $(ZH),lab-language) ## a JupyterHub for the room on this machine (LANG=zh_CN: 中文; hub/README.md)
 	@$(HUB_ENV) $(HUB_CHECK)
-	@ls workshop/*.ipynb >/dev/null 2>&1 || $(MAKE) --no-print-directory workshop
+	@ls $(HUB_WORKSHOP)/*.ipynb >/dev/null 2>&1 || $(MAKE) --no-print-directory workshop$(if $(ZH), LANG=$(KIT_LANG))
 	$(HUB_ENV) $(BIN)/jupyterhub -f hub/jupyterhub_config.py $(HUB_ARGS)
 
 # WHEELS=wheelhouse: with no network, from a wheelhouse made by `make wheelhouse WHEELHOUSE_EXTRAS=hub` (its

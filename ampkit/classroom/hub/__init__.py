@@ -1,6 +1,8 @@
 """A JupyterHub for the room, on one machine: the settings, the passwords, the first-login copy and the extras
 check. It serves every notebook (``notebooks/``, or the learner copies in ``workshop/`` when
 ``make workshop`` made them); the operator's notes are ``hub/README.md``, the config ``hub/jupyterhub_config.py``.
+``make hub LANG=zh_CN`` serves the Chinese edition (``notebooks/zh_CN/`` or ``workshop/zh_CN/``): learners open it,
+their kernels run with ``AMPKIT_LANG=zh_CN`` (the views and messages in Chinese) and JupyterLab's menus are Chinese.
 
 Standard library only at import time (nbformat is imported by the copy, JupyterHub never): the hub config and
 ``make hub`` import it as ``ampkit.classroom.hub``, and since ``import ampkit`` is lazy the hub process never
@@ -86,21 +88,21 @@ def room_password(state_dir: str | os.PathLike, env: Mapping[str, str], *, admin
 
 
 def copy_notebooks_once(source: str | os.PathLike, home: str | os.PathLike,
-                        reference: str | os.PathLike | None = None) -> list[str]:
-    """A learner's first login: copy ``source/*.ipynb`` into ``home/notebooks/`` with outputs cleared (and
-    ``reference``, the kit's ``docs/reference.md``, into ``home/docs/``). A file already there is NEVER
-    overwritten: a learner's work survives every later login; a deleted notebook comes back fresh. Returns the
-    names copied this time."""
+                        reference: str | os.PathLike | None = None, into: str = NOTEBOOKS_DIR) -> list[str]:
+    """A learner's first login: copy ``source/*.ipynb`` into ``home/notebooks/`` (``into``: ``notebooks/zh_CN``
+    for the Chinese room) with outputs cleared (and ``reference``, the kit's ``docs/reference.md``, into
+    ``home/docs/``). A file already there is NEVER overwritten: a learner's work survives every later login; a
+    deleted notebook comes back fresh. Returns the names copied this time."""
     import nbformat
 
     source, home = Path(source), Path(home)
     notebooks = sorted(source.glob("*.ipynb"))
     if not notebooks:
         raise ValueError(f"no notebooks (*.ipynb) in {source}: expected the kit's notebooks/ or workshop/ folder")
-    (home / NOTEBOOKS_DIR).mkdir(parents=True, exist_ok=True)
+    (home / into).mkdir(parents=True, exist_ok=True)
     copied = []
     for path in notebooks:
-        dest = home / NOTEBOOKS_DIR / path.name
+        dest = home / into / path.name
         if dest.exists():
             continue
         nb = nbformat.read(path, as_version=4)
@@ -119,6 +121,27 @@ def copy_notebooks_once(source: str | os.PathLike, home: str | os.PathLike,
             shutil.copyfile(reference, dest)
             copied.append(f"{DOCS_DIR}/{dest.name}")
     return copied
+
+
+def lab_settings_dir(home: str | os.PathLike, lang: str) -> Path:
+    """The learner's JupyterLab settings folder for the room's edition (``JUPYTERLAB_SETTINGS_DIR``): JupyterLab's
+    own default for English; for Chinese one of its own (as ``make lab LANG=zh_CN`` keeps ``.cache/lab-zh_CN/``),
+    so that an English room on the same machine later opens in English again."""
+    return Path(home) / ".jupyter" / "lab" / ("user-settings" if lang == "en" else f"user-settings-{lang}")
+
+
+def select_lab_language(home: str | os.PathLike, lang: str) -> Path | None:
+    """Choose JupyterLab's language (the language pack's locale, as ``make lab-language`` does) in the learner's
+    settings for ``lang``, unless the learner has chosen one there already. Returns the file written, or None."""
+    if lang == "en":
+        return None
+    path = (lab_settings_dir(home, lang) / "@jupyterlab" / "translation-extension" /
+            "plugin.jupyterlab-settings")
+    if path.exists():
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'{{"locale": "{lang}"}}\n')
+    return path
 
 
 def configure(c, s: HubSettings, env: Mapping[str, str] | None = None) -> None:
@@ -169,13 +192,18 @@ def configure(c, s: HubSettings, env: Mapping[str, str] | None = None) -> None:
                              "VIRTUAL_ENV": s.venv}
     if s.kernel_threads:   # many learners on few cores: one thread pool each of `kernel_threads`, not of every core
         c.Spawner.environment.update({v: str(s.kernel_threads) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")})
-    c.Spawner.default_url = "/lab/tree/notebooks"
+    if s.lang != "en":   # the room's edition: the kernels' views and messages, JupyterLab's own menus
+        c.Spawner.environment["AMPKIT_LANG"] = s.lang
+        c.Spawner.environment["JUPYTERLAB_SETTINGS_DIR"] = lambda spawner: str(
+            lab_settings_dir(spawner.home_dir, s.lang))
+    c.Spawner.default_url = f"/lab/tree/{s.learner_notebooks}"
     c.Spawner.start_timeout = 120
     c.Spawner.http_timeout = 90
     source, reference = s.notebook_source, Path(s.repo) / "docs" / "reference.md"
 
     def first_login_copy(spawner) -> None:
-        copied = copy_notebooks_once(source, spawner.home_dir, reference)
+        select_lab_language(spawner.home_dir, s.lang)
+        copied = copy_notebooks_once(source, spawner.home_dir, reference, s.learner_notebooks)
         if copied:
             spawner.log.info("ampkit: copied %d files from %s into %s", len(copied), source, spawner.home_dir)
 
@@ -193,6 +221,9 @@ def configure(c, s: HubSettings, env: Mapping[str, str] | None = None) -> None:
         from ampkit.classroom.roomview.hubconfig import add_room_view
 
         add_room_view(c, s)
+    if s.lang != "en":
+        print(f"ampkit hub: the {s.lang} edition: learners open {s.learner_notebooks}/ (copied from "
+              f"{source}), kernels with AMPKIT_LANG={s.lang}, JupyterLab in {s.lang}", file=sys.stderr)
     print(f"ampkit hub: {s.bind_url} — learners log in with a name of their choice and the room password "
           f"{user_pw!r} ({user_pw_file}); admins {', '.join(s.admins)} use {admin_pw_file}", file=sys.stderr)
     if s.ssl_cert:

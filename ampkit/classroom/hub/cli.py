@@ -9,7 +9,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ampkit.classroom import isolation
-from ampkit.classroom.hub.extras import missing_extras, missing_message, node_problem, node_version
+from ampkit.classroom.hub.extras import (
+    language_pack_problem,
+    missing_extras,
+    missing_message,
+    node_problem,
+    node_version,
+)
 from ampkit.classroom.hub.settings import exposure_problem, settings_from_env
 
 
@@ -38,13 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make hub: {problem}", file=sys.stderr)
         return 2
     if a.command == "settings":
-        print(json.dumps({**asdict(s), "bind_url": s.bind_url, "notebook_source": str(s.notebook_source)}, indent=1))
+        print(json.dumps({**asdict(s), "bind_url": s.bind_url, "notebook_source": str(s.notebook_source),
+                          "learner_notebooks": s.learner_notebooks}, indent=1))
         return 0
     missing = missing_extras(a.venv, a.node_prefix)
     if missing:
         print(missing_message(missing, a.venv, a.node_prefix), file=sys.stderr)
         return 2
-    problem = node_problem(node_version())  # the proxy runs on this machine's node
+    problem = node_problem(node_version()) or language_pack_problem(a.venv, s.lang)  # the proxy runs on node
     if problem:
         print(f"make hub: {problem}", file=sys.stderr)
         return 2

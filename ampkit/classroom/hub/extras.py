@@ -10,7 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["CHP_PACKAGE", "NODE_MIN", "missing_extras", "missing_message", "node_problem", "node_version"]
+__all__ = ["CHP_PACKAGE", "NODE_MIN", "language_pack_problem", "missing_extras", "missing_message", "node_problem",
+           "node_version"]
 
 CHP_PACKAGE = "configurable-http-proxy@5"
 #: configurable-http-proxy 5 declares Node.js >= 20 (its package.json "engines"); older Node is refused up front.
@@ -40,6 +41,15 @@ def missing_message(missing: list[str], venv: str = ".venv", node_prefix: str | 
         npm = "npm" if shutil.which("npm") else f"npm (install Node.js >= {NODE_MIN} first: https://nodejs.org)"
         lines.append(f"  {npm} install --prefix {node_prefix} {CHP_PACKAGE}")
     return "\n".join(lines)
+
+
+def language_pack_problem(venv: str | os.PathLike, lang: str) -> str | None:
+    """Why the Chinese room's JupyterLab would show English menus (its language pack, the ``zh`` extra, is not in
+    ``venv``), or None. ``make hub LANG=zh_CN`` installs it first (``make lab-language``)."""
+    if lang == "en" or list(Path(venv).glob(f"lib/python3*/site-packages/jupyterlab_language_pack_{lang}/")):
+        return None
+    return (f"JupyterLab's {lang} language pack is not installed in {venv}: learners would see English menus. "
+            f"Install it with:  make lab-language LANG={lang}  (or {venv}/bin/python -m pip install -e \".[zh]\")")
 
 
 def node_problem(version: str | None) -> str | None:

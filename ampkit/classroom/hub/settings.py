@@ -17,7 +17,11 @@ from pathlib import Path
 from ampkit.classroom import isolation, tls
 from ampkit.classroom.hub.sizing import default_max_servers, default_spawn_limit, machine_mib
 
-__all__ = ["HubSettings", "exposure_problem", "settings_from_env"]
+__all__ = ["HubSettings", "LANGUAGES", "exposure_problem", "settings_from_env"]
+
+#: the room's editions (``make hub LANG=zh_CN``): the same names as ``ampkit.i18n.LANGUAGES``, which this
+#: standard-library module does not import
+LANGUAGES = ("en", "zh_CN")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class HubSettings:
     kernel_cull_every: int = isolation.DEFAULT_KERNEL_CULL_EVERY
     room_view: bool = True          # the instructor's room view and the learners' reports (roomview/, report.py)
     room_view_port: int = 0         # the room view's port on 127.0.0.1 (0: a free port)
+    lang: str = "en"                # the room's edition: en (notebooks/) or zh_CN (notebooks/zh_CN/, all in Chinese)
 
     @property
     def loopback(self) -> bool:
@@ -66,10 +71,22 @@ class HubSettings:
         return str(Path(self.venv) / "hub-node" / "node_modules" / ".bin" / "configurable-http-proxy")
 
     @property
+    def edition_dir(self) -> str:
+        """The edition's folder under ``notebooks/`` and ``workshop/``: ``""`` for English, ``"zh_CN"``."""
+        return "" if self.lang == "en" else self.lang
+
+    @property
     def notebook_source(self) -> Path:
-        """``workshop/`` (outputs cleared, solutions hidden) when ``make workshop`` made it, else ``notebooks/``."""
-        workshop = Path(self.repo) / "workshop"
-        return workshop if any(workshop.glob("*.ipynb")) else Path(self.repo) / "notebooks"
+        """``workshop/`` (outputs cleared, solutions hidden) when ``make workshop`` made it, else ``notebooks/``;
+        for the Chinese room ``workshop/zh_CN/`` (``make workshop LANG=zh_CN``), else ``notebooks/zh_CN/``."""
+        workshop = Path(self.repo) / "workshop" / self.edition_dir
+        return workshop if any(workshop.glob("*.ipynb")) else Path(self.repo) / "notebooks" / self.edition_dir
+
+    @property
+    def learner_notebooks(self) -> str:
+        """Where a learner's copies live in their home, and where their JupyterLab opens: ``notebooks`` (English),
+        ``notebooks/zh_CN`` (so that the Chinese notebooks' ``../../docs/reference.md`` links resolve)."""
+        return "/".join(p for p in ("notebooks", self.edition_dir) if p)
 
 
 def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
@@ -92,8 +109,13 @@ def settings_from_env(env: dict, repo: str | os.PathLike) -> HubSettings:
     ``_SPAWN_LIMIT`` (default: ``default_spawn_limit``), ``_SSL_CERT``/``_SSL_KEY`` (HTTPS),
     ``_KERNEL_THREADS`` (default 1), ``_ISOLATE``, ``_MEM_LIMIT``, ``_TERMINALS``, ``_KERNEL_IDLE`` (s),
     ``_KERNEL_CULL_EVERY`` (s), ``_HTTPS`` (the certificate of ``make hub-cert``), ``_ROOM_VIEW`` (default 1;
-    0: no room view), ``_ROOM_VIEW_PORT``. Bad values raise ``ValueError``."""
+    0: no room view), ``_ROOM_VIEW_PORT``, ``_LANG`` (``en``, the default, or ``zh_CN``: ``make hub LANG=zh_CN``).
+    Bad values raise ``ValueError``."""
     repo = Path(repo)
+    lang = env.get("AMPKIT_HUB_LANG", "") or "en"
+    if lang not in LANGUAGES:
+        raise ValueError(f"AMPKIT_HUB_LANG={lang!r}: the kit's editions are {', '.join(LANGUAGES)} "
+                         "(make hub LANG=zh_CN: the Chinese edition)")
     ip = env.get("AMPKIT_HUB_IP", "") or "127.0.0.1"
     try:
         ipaddress.ip_address(ip)
@@ -135,7 +157,7 @@ def settings_from_env(env: dict, repo: str | os.PathLike) -> HubSettings:
         kernel_idle=_int(env, "AMPKIT_HUB_KERNEL_IDLE", isolation.DEFAULT_KERNEL_IDLE, 0, 7 * 24 * 3600),
         kernel_cull_every=_int(env, "AMPKIT_HUB_KERNEL_CULL_EVERY", isolation.DEFAULT_KERNEL_CULL_EVERY, 5, 3600),
         room_view=env.get("AMPKIT_HUB_ROOM_VIEW", "") in ("", "1") or _flag(env, "AMPKIT_HUB_ROOM_VIEW"),
-        room_view_port=_int(env, "AMPKIT_HUB_ROOM_VIEW_PORT", 0, 0, 65535))
+        room_view_port=_int(env, "AMPKIT_HUB_ROOM_VIEW_PORT", 0, 0, 65535), lang=lang)
 
 
 def _flag(env: dict, name: str) -> bool:

@@ -5,13 +5,12 @@ copy to them. Standard library only.
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from pathlib import Path
 
 from ampkit.classroom import isolation
-from ampkit.classroom.hub import copy_notebooks_once
+from ampkit.classroom.hub import copy_notebooks_once, select_lab_language
 from ampkit.classroom.hub.settings import settings_from_env
 
 __all__ = ["main"]
@@ -45,7 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         reference = Path(s.repo) / "docs" / "reference.md"
         for name in names:
             home = Path(s.users_dir) / name
-            first_copy = functools.partial(copy_notebooks_once, s.notebook_source, home, reference)
+            def first_copy(home=home) -> None:
+                select_lab_language(home, s.lang)
+                copy_notebooks_once(s.notebook_source, home, reference, s.learner_notebooks)
+
             entry = isolation.prepare_learner(name, home, first_copy)
             print(f"{name}: system user {entry.pw_name} (uid {entry.pw_uid}), home {home} (mode 700)")
     except (ValueError, RuntimeError) as exc:
