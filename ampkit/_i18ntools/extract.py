@@ -163,7 +163,7 @@ def package_entries(root: Path, skip: tuple[str, ...] = ("_i18ntools", "classroo
             continue
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _call_name(node) in ("tr", "mark") and node.args:
+            if isinstance(node, ast.Call) and _call_name(node) in ("tr", "mark", "Word") and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     add(None, arg.value, "message", f"{rel}:{node.lineno}")

@@ -25,6 +25,7 @@ from torch import nn
 from ampkit._util import check_int, first_tensor
 from ampkit.dtypes import short_name
 from ampkit.formats import resolve_format
+from ampkit.i18n import tr
 
 __all__ = ["LayerHeadroom", "measure_headroom", "format_limits", "check_model", "check_scalar_loss", "module_kind"]
 
@@ -88,7 +89,9 @@ def module_kind(module: nn.Module) -> str:
     ('Linear', 'ReLU activation', 'LayerNorm')
     """
     name = type(module).__name__
-    return f"{name} activation" if type(module).__module__ == "torch.nn.modules.activation" else name
+    if type(module).__module__ == "torch.nn.modules.activation":
+        return tr("{name} activation", name=name)       # in the kit's language: it is printed and drawn
+    return name
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import torch
 
 from ampkit._util import check_int, check_number
 from ampkit.formats import FP16_MAX
-from ampkit.i18n import mark, tr
+from ampkit.i18n import Word, mark, tr
 
 __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN_KINDS"]
 
@@ -135,6 +135,9 @@ class Diagnosis:
     kind: str
     evidence: str
     fix: str
+
+    def __post_init__(self) -> None:   # the class is shown: a Word (equal to its English name, shown translated)
+        object.__setattr__(self, "kind", Word(self.kind))
 
 
 _FIX = {

@@ -63,8 +63,9 @@ class NonFiniteEvent:
         node = f" ({self.node})" if self.node else ""
         phase = {"forward": tr("in the forward pass"), "backward": tr("in the backward pass"),
                  "outside the model": tr("outside the model")}.get(self.phase, tr("in {phase}", phase=self.phase))
+        kind = tr("inf and nan") if self.kind == "inf and nan" else self.kind
         return (tr("first {kind} {phase}: {op}{node}{where}, inputs {ins} -> {out}; largest finite input magnitude "
-                   "{mx:.3g}", kind=self.kind, phase=phase, op=self.op, node=node, where=where,
+                   "{mx:.3g}", kind=kind, phase=phase, op=self.op, node=node, where=where,
                    ins="/".join(self.in_dtypes) or "-", out=self.out_dtype, mx=self.input_max)
                 + ("" if self.inputs_finite else tr("; a non-finite value came in from outside")))
 

@@ -52,6 +52,7 @@ from ampkit.diagnose._snapshot import (
     save_object,
 )
 from ampkit.diagnose.hunter import NonFiniteEvent, NonFiniteHunter
+from ampkit.i18n import is_chinese, mark, tr
 
 __all__ = ["watch", "WatchedStep", "StepFinding", "SNAPSHOTS"]
 
@@ -71,12 +72,19 @@ class StepFinding:
     note: str = ""
 
     def describe(self) -> str:
-        text = f"step {self.step}: inf/NaN in {', '.join(self.seen_in)}"
+        """One line in the kit's language (``seen_in`` stays English in the data)."""
+        seen = ("、" if is_chinese() else ", ").join(tr(_SEEN_IN[s]) if s in _SEEN_IN else s for s in self.seen_in)
+        text = tr("step {step}: inf/NaN in {seen}", step=self.step, seen=seen)
         if "scaler" in self.seen_in:
-            text += " (the scaler found inf and skipped the step, as loss scaling does on an overflow)"
+            text += tr(" (the scaler found inf and skipped the step, as loss scaling does on an overflow)")
         if self.event is not None:
-            return f"{text}; replayed op by op: {self.event.describe()}"
-        return f"{text}; {self.note}" if self.note else text
+            return tr("{text}; replayed op by op: {event}", text=text, event=self.event.describe())
+        return tr("{text}; {note}", text=text, note=self.note) if self.note else text
+
+
+#: the words of ``StepFinding.seen_in``, marked for the catalog (translated where shown)
+_SEEN_IN = {"loss": mark("loss"), "gradients": mark("gradients"), "parameters": mark("parameters"),
+            "scaler": mark("scaler")}
 
 
 def _as_optimizers(optimizer: Any) -> list[torch.optim.Optimizer]:
@@ -260,17 +268,18 @@ class WatchedStep:
         if not seen:
             return out                      # a false alarm of the fused check (a norm past fp32's range)
         if sum(f.replayed for f in self.findings) >= self.replays:
-            finding = StepFinding(index, seen, None, False, f"not replayed (replays={self.replays} used up)")
+            finding = StepFinding(index, seen, None, False,
+                                  tr("not replayed (replays={replays} used up)", replays=self.replays))
         elif keep.get("checked") and not keep["params_kept"]:
             finding = StepFinding(index, seen, None, False,
-                                  "not replayed: the gradients were finite, so snapshot='lazy' kept no copy of the "
-                                  "parameters, and the optimizer step made them inf/NaN (use snapshot='full')")
+                                  tr("not replayed: the gradients were finite, so snapshot='lazy' kept no copy of "
+                                     "the parameters, and the optimizer step made them inf/NaN (use snapshot='full')"))
         else:
             self._restore(keep)
             with NonFiniteHunter(self.model) as hunter:
                 out = self.step(*args, **kwargs)
             finding = StepFinding(index, seen, hunter.first, True,
-                                  "" if hunter.first else "the replay stayed finite: the step is not deterministic")
+                                  "" if hunter.first else tr("the replay stayed finite: the step is not deterministic"))
         self.findings.append(finding)
         self.last = finding
         return out

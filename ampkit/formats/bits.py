@@ -19,7 +19,7 @@ from ampkit._util import check_int
 from ampkit.formats.parse import real_value
 from ampkit.formats.registry import FormatInfo, float_to_pattern, info
 from ampkit.formats.rounding import verdict
-from ampkit.i18n import mark, tr
+from ampkit.i18n import Word, mark, tr
 
 __all__ = ["PATTERN_KINDS", "Decomposition", "decompose", "from_bits", "toggle_bit"]
 
@@ -122,8 +122,8 @@ def _build(value: float, pattern: int, fi: FormatInfo) -> Decomposition:
     return Decomposition(
         fmt=fi.name, value=value, pattern=pattern, sign=str(s),
         exponent=format(e, f"0{fi.exponent_bits}b"), mantissa=format(m, f"0{fi.mantissa_bits}b"),
-        kind=kind, unbiased_exponent=unb, stored=stored, abs_error=abs_err, rel_error=rel_err,
-        ulp=_ulp_of(kind, pattern, fi), prev=prev, next=nxt, verdict=what,
+        kind=Word(kind), unbiased_exponent=unb, stored=stored, abs_error=abs_err, rel_error=rel_err,
+        ulp=_ulp_of(kind, pattern, fi), prev=prev, next=nxt, verdict=Word(what),   # words shown in the kit's language
     )
 
 

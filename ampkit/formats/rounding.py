@@ -23,7 +23,7 @@ import torch
 
 from ampkit.formats.parse import real_value
 from ampkit.formats.registry import FORMATS, FormatInfo, cast, info, resolve_format
-from ampkit.i18n import mark, tr
+from ampkit.i18n import Word, mark, tr
 
 #: the verdicts' words (data, compared by the code), translated where they are shown
 _VERDICT_WORDS = (mark("exact"), mark("rounded"), mark("flushed to zero"), mark("overflow to inf"),
@@ -114,7 +114,7 @@ def compare_formats(value: float, fmts: tuple[str, ...] = ("float32", "bfloat16"
         fi = info(fmt)
         stored = cast(v, fi.dtype)
         what, abs_err, rel_err = verdict(v, stored, fi)
-        rows.append(RoundTrip(fi.name, v, stored, abs_err, rel_err, what))
+        rows.append(RoundTrip(fi.name, v, stored, abs_err, rel_err, Word(what)))
     return rows
 
 

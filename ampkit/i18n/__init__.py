@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "ENV_VAR", "DOMAIN", "LOCALE_DIR", "set_language", "language", "tr", "mark", "catalog",
-           "is_chinese"]
+           "is_chinese", "Word"]
 
 #: the languages the kit speaks; English is the source, the others come from gettext catalogs
 LANGUAGES = ("en", "zh_CN")
@@ -124,3 +124,54 @@ def mark(msgid: str, /) -> str:
     ('not measured', '未测量')
     """
     return msgid
+
+
+class Word(str):
+    """A word or phrase of the kit's data that a page shows (a verdict, a list's name, a table's header or cell):
+    its text is ``tr(msgid, **fields)`` in the language in force when it was made, formatting it (an f-string)
+    gives it in the language in force then, and it still equals (and hashes as) its English, so code keeps testing
+    ``row["observed"] == "lower"`` and looking it up in dicts keyed by English, in either language. ``english``
+    gives the English back. Like ``tr``, ``msgid`` must be a literal string (the catalog extractor reads
+    ``Word("...")``); a variable holding a marked string, or a Word, works too.
+
+    >>> set_language("zh_CN"); w = Word("not measured")
+    >>> w, w == "not measured", {"not measured": 1}[w], w.english
+    ('未测量', True, 1, 'not measured')
+    >>> set_language("en"); Word("{n} steps skipped", n=3), f"{w}"      # formatted: the language in force now
+    ('3 steps skipped', 'not measured')
+    >>> set_language(None)
+    """
+
+    english: str
+
+    def __new__(cls, msgid: str, /, **fields) -> "Word":
+        if isinstance(msgid, Word):
+            msgid, fields = msgid._message
+        msgid = str(msgid)
+        word = super().__new__(cls, tr(msgid, **fields))
+        word.english = msgid.format(**fields) if fields else msgid
+        word._message = (msgid, fields)
+        return word
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Word):
+            return self.english == other.english
+        return isinstance(other, str) and (self.english == other or str.__eq__(self, other))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self.english)
+
+    def __format__(self, spec: str) -> str:
+        msgid, fields = self._message
+        return format(tr(msgid, **fields), spec)
+
+    def __reduce__(self):
+        msgid, fields = self._message
+        return _word, (msgid, fields)
+
+
+def _word(msgid: str, fields: dict) -> Word:
+    return Word(msgid, **fields)

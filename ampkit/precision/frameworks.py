@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 import torch
 
 from ampkit.formats import format_name
-from ampkit.i18n import tr
+from ampkit.i18n import Word, mark, tr
 
 __all__ = ["PADDLE_FP16_WHITE", "PADDLE_FP16_BLACK", "PADDLE_BF16_WHITE", "PADDLE_BF16_BLACK", "PADDLE_2_5_BF16_WHITE",
            "PADDLE_STATIC_GRAY", "MINDSPORE_O1_WHITE", "MINDSPORE_O2_BLACK", "TORCH_TO_PADDLE", "PROBE_TO_PADDLE",
@@ -110,7 +110,12 @@ def paddle_list(op: str, dtype: str | torch.dtype = "float16") -> str:
     dt = _paddle_dtype(dtype)
     white, black = ((PADDLE_FP16_WHITE, PADDLE_FP16_BLACK) if dt == "float16"
                     else (PADDLE_BF16_WHITE, PADDLE_BF16_BLACK))
-    return "white" if op in white else "black" if op in black else "gray"
+    word = "white" if op in white else "black" if op in black else "gray"
+    return Word(word)   # shown in the kit's language
+
+
+#: the lists' words, marked for the catalog (a :class:`~ampkit.i18n.Word` shows them translated)
+_LIST_WORDS = (mark("white"), mark("black"), mark("gray"))
 
 
 def paddle_rows(probe: Iterable) -> list[dict[str, str]]:
@@ -128,10 +133,12 @@ def paddle_rows(probe: Iterable) -> list[dict[str, str]]:
         if r.op not in TORCH_TO_PADDLE:
             continue
         name = TORCH_TO_PADDLE[r.op]
-        # the keys are data (notebooks look rows up by them): English in every language
-        rows.append({"torch op": r.op, "autocast here": r.observed, "as a Paddle list": PROBE_TO_PADDLE[r.observed],
-                     "Paddle op": name, "Paddle fp16 list": paddle_list(name, "float16"),
-                     "Paddle bf16 list": paddle_list(name, "bfloat16")})
+        # keys and words are Words: shown in the kit's language, equal to their English (notebooks look rows up
+        # by them)
+        rows.append({Word("torch op"): r.op, Word("autocast here"): Word(r.observed),
+                     Word("as a Paddle list"): Word(PROBE_TO_PADDLE[r.observed]), Word("Paddle op"): name,
+                     Word("Paddle fp16 list"): paddle_list(name, "float16"),
+                     Word("Paddle bf16 list"): paddle_list(name, "bfloat16")})
     return rows
 
 

@@ -25,7 +25,7 @@ from torch import nn
 from ampkit.device import speed_words
 from ampkit.dtypes import short_name
 from ampkit.formats import resolve_format
-from ampkit.i18n import tr
+from ampkit.i18n import Word, mark, tr
 
 __all__ = ["LEVELS", "LEVEL_MAP", "NORM_TYPES", "resolve_level", "level_map_rows", "level_label", "speed_phrase"]
 
@@ -42,32 +42,34 @@ NORM_TYPES: tuple[type[nn.Module], ...] = tuple(
 #: MindSpore ``mindspore/train/amp.py`` (``auto_mixed_precision``, ``build_train_network``) and ``Cell.to_float``;
 #: Paddle ``paddle.amp.auto_cast`` / ``paddle.amp.decorate``.
 LEVEL_MAP: dict[str, dict[str, str]] = {
-    "O0": {"ampkit (PyTorch)": "fp32 everywhere",
-           "Apex amp": "pure fp32, loss scale 1",
-           "MindSpore": "no change (fp32)",
-           "Paddle": "no auto_cast (fp32)"},
-    "O1": {"ampkit (PyTorch)": "fp32 weights; forward under torch.autocast (op lists); output cast to fp32 for "
-                               "the loss",
-           "Apex amp": "patches torch functions with fp16 / fp32 / promote lists; fp32 weights; dynamic loss scale",
-           "MindSpore": "white-list cells/ops (Conv, Dense, MatMul, ReLU...) compute in fp16, results cast back "
-                        "to fp32",
-           "Paddle": "auto_cast(level='O1'): white-list ops in fp16/bf16, black-list ops in fp32, the rest follow "
-                     "their inputs"},
-    "O2": {"ampkit (PyTorch)": "model stored in the low dtype except norms; fp32 master weights; output cast to fp32",
-           "Apex amp": "model cast to fp16, BatchNorm kept fp32, fp32 master weights, output cast to fp32, "
-                       "dynamic loss scale",
-           "MindSpore": "every cell except the black list (BatchNorm, LayerNorm) computes in fp16: its inputs and "
-                        "parameters are cast when it runs, the stored parameters stay fp32; output cast to fp32; "
-                        "build_train_network/Model add a DynamicLossScaleManager",
-           "Paddle": "auto_cast(level='O2') + paddle.amp.decorate: parameters cast to fp16/bf16 except norms, "
-                     "fp32 master weights"},
-    "O3": {"ampkit (PyTorch)": "everything stored in the low dtype, norms included; no master weights; output cast "
-                               "to fp32",
-           "Apex amp": "pure fp16 incl. BatchNorm, no master weights, output cast to fp32, loss scale 1 "
-                       "('speed ceiling')",
-           "MindSpore": "every cell computes in fp16 (parameters cast when used); output cast to fp32; "
-                        "no loss-scale manager",
-           "Paddle": "no O3 level (nearest: O2 without master weights)"},
+    "O0": {"ampkit (PyTorch)": mark("fp32 everywhere"),
+           "Apex amp": mark("pure fp32, loss scale 1"),
+           "MindSpore": mark("no change (fp32)"),
+           "Paddle": mark("no auto_cast (fp32)")},
+    "O1": {"ampkit (PyTorch)": mark("fp32 weights; forward under torch.autocast (op lists); output cast to fp32 "
+                                    "for the loss"),
+           "Apex amp": mark("patches torch functions with fp16 / fp32 / promote lists; fp32 weights; dynamic loss "
+                            "scale"),
+           "MindSpore": mark("white-list cells/ops (Conv, Dense, MatMul, ReLU...) compute in fp16, results cast "
+                             "back to fp32"),
+           "Paddle": mark("auto_cast(level='O1'): white-list ops in fp16/bf16, black-list ops in fp32, the rest "
+                          "follow their inputs")},
+    "O2": {"ampkit (PyTorch)": mark("model stored in the low dtype except norms; fp32 master weights; output cast "
+                                    "to fp32"),
+           "Apex amp": mark("model cast to fp16, BatchNorm kept fp32, fp32 master weights, output cast to fp32, "
+                            "dynamic loss scale"),
+           "MindSpore": mark("every cell except the black list (BatchNorm, LayerNorm) computes in fp16: its inputs "
+                             "and parameters are cast when it runs, the stored parameters stay fp32; output cast to "
+                             "fp32; build_train_network/Model add a DynamicLossScaleManager"),
+           "Paddle": mark("auto_cast(level='O2') + paddle.amp.decorate: parameters cast to fp16/bf16 except norms, "
+                          "fp32 master weights")},
+    "O3": {"ampkit (PyTorch)": mark("everything stored in the low dtype, norms included; no master weights; output "
+                                    "cast to fp32"),
+           "Apex amp": mark("pure fp16 incl. BatchNorm, no master weights, output cast to fp32, loss scale 1 "
+                            "('speed ceiling')"),
+           "MindSpore": mark("every cell computes in fp16 (parameters cast when used); output cast to fp32; "
+                             "no loss-scale manager"),
+           "Paddle": mark("no O3 level (nearest: O2 without master weights)")},
 }
 
 
@@ -97,7 +99,8 @@ def level_map_rows() -> list[dict[str, str]]:
     >>> [r["level"] for r in level_map_rows()]
     ['O0', 'O1', 'O2', 'O3']
     """
-    return [{"level": lv, **LEVEL_MAP[lv]} for lv in LEVELS]
+    # shown as a table: the cells in the kit's language; the level's key stays "level" (a Word)
+    return [{Word("level"): lv, **{k: tr(v) for k, v in LEVEL_MAP[lv].items()}} for lv in LEVELS]
 
 
 def level_label(level: str, dtype: str | torch.dtype | None = None) -> str:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from ampkit.device import check_autocast_dtype, pick_device
-from ampkit.i18n import tr
+from ampkit.i18n import Word, mark, tr
 from ampkit.precision.trace import dtype_cell, first_dtype
 
 __all__ = ["OpProbe", "DOCUMENTED_AUTOCAST", "probe_autocast_ops"]
@@ -47,6 +47,9 @@ DOCUMENTED_AUTOCAST: dict[str, dict[str, str]] = {
                         "unlisted"),
     },
 }
+
+#: the classes' words, marked for the catalog: a row's ``observed``/``documented`` is a :class:`~ampkit.i18n.Word`
+_CLASS_WORDS = (mark("lower"), mark("promote"), mark("unlisted"))
 
 
 def _probe_ops() -> dict[str, tuple[Callable, int]]:
@@ -180,5 +183,6 @@ def probe_autocast_ops(device: str | torch.device | None = None, dtype: str | to
             note = "without autocast, mixed inputs fail"
         elif observed == "unlisted" and olow == low:
             note = tr("stays in the low dtype when fed low-precision input")
-        rows.append(OpProbe(op, observed, doc, agrees, o32, olow, omix, note))
+        # the classes are Words: shown in the kit's language, equal to their English
+        rows.append(OpProbe(op, Word(observed), Word(doc), agrees, o32, olow, omix, note))
     return rows

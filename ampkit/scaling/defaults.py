@@ -17,9 +17,12 @@ True
 """
 from __future__ import annotations
 
+from ampkit.i18n import Word
+
 __all__ = ["TABLE_COLUMNS"]
 
 #: The columns of :func:`~ampkit.scaling.presets.defaults_table`'s rows, in display order (each row also names its
 #: ``"preset"``).
-TABLE_COLUMNS: tuple[str, ...] = ("system", "initial scale", "growth", "backoff", "floor / ceiling", "hysteresis",
-                                  "overflow step", "notes")
+#: They are :class:`~ampkit.i18n.Word` s: equal to their English, shown (formatted) in the kit's language.
+TABLE_COLUMNS: tuple[str, ...] = (Word("system"), Word("initial scale"), Word("growth"), Word("backoff"),
+                                  Word("floor / ceiling"), Word("hysteresis"), Word("overflow step"), Word("notes"))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ampkit._util import check_int
-from ampkit.i18n import tr
+from ampkit.i18n import Word, mark, tr
 from ampkit.scaling.framework_rules import (
     ApexDynamicRule,
     DeepSpeedDynamicRule,
@@ -102,41 +102,43 @@ _SRC = {
 #: Every preset, by name (one per framework rule; variants reuse a rule with other arguments).
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("torch", "PyTorch torch.amp.GradScaler", TorchGradScalerRule, _SRC["torch"], "init_scale",
-           notes="skips inf/NaN steps; no floor; CPU since torch 2.3"),
+           notes=mark("skips inf/NaN steps; no floor; CPU since torch 2.3")),
     Preset("apex", "NVIDIA Apex amp (deprecated)", ApexDynamicRule, _SRC["apex"], "init_scale",
-           notes="min_loss_scale optional (None by default)"),
+           notes=mark("min_loss_scale optional (None by default)")),
     Preset("paddle", "Paddle GradScaler", PaddleGradScalerRule, _SRC["paddle"], "init_loss_scaling",
-           notes="decr_every_n_nan_or_inf counts overflows in a row; minimize() = step + update"),
+           notes=mark("decr_every_n_nan_or_inf counts overflows in a row; minimize() = step + update")),
     Preset("paddle-tutorial", "Paddle GradScaler(init_loss_scaling=1024)", PaddleGradScalerRule, _SRC["paddle"],
-           "init_loss_scaling", {"init_loss_scaling": 1024.0}, notes="the API docs' example: init_loss_scaling=1024"),
+           "init_loss_scaling", {"init_loss_scaling": 1024.0},
+           notes=mark("the API docs' example: init_loss_scaling=1024")),
     Preset("paddle-2.2", "Paddle 2.2 GradScaler", PaddleGradScalerRule, _SRC["paddle"] + "; 2.2 docs",
            "init_loss_scaling", {"init_loss_scaling": 2.0**15, "incr_every_n_steps": 1000,
-                                 "decr_every_n_nan_or_inf": 2}, notes="Paddle 2.2's defaults"),
+                                 "decr_every_n_nan_or_inf": 2}, notes=mark("Paddle 2.2's defaults")),
     Preset("mindspore", "MindSpore DynamicLossScaleManager", MindSporeDynamicRule, _SRC["mindspore"],
-           "init_loss_scale", notes="skips overflow steps"),
+           "init_loss_scale", notes=mark("skips overflow steps")),
     Preset("mindspore-fixed", "MindSpore FixedLossScaleManager", MindSporeFixedRule, _SRC["mindspore"],
-           "loss_scale", notes="drop_overflow_update=True: overflowing steps skipped"),
+           "loss_scale", notes=mark("drop_overflow_update=True: overflowing steps skipped")),
     Preset("mindspore-fixed-apply", "MindSpore FixedLossScaleManager(drop_overflow_update=False)",
            MindSporeFixedRule, _SRC["mindspore"], "loss_scale", {"drop_overflow_update": False},
-           notes="overflowing steps APPLIED: inf/NaN reach the weights"),
+           notes=mark("overflowing steps APPLIED: inf/NaN reach the weights")),
     Preset("mindspore-amp", "MindSpore amp.DynamicLossScaler (functional)", MindSporeFunctionalRule,
            _SRC["mindspore-amp"], "scale_value", {"scale_value": 2.0**16, "scale_factor": 2, "scale_window": 50},
-           notes="no defaults: the tutorial's values; the skip is the user's all_finite"),
+           notes=mark("no defaults: the tutorial's values; the skip is the user's all_finite")),
     Preset("keras", "Keras 3 LossScaleOptimizer", KerasLossScaleRule, _SRC["keras"], "initial_scale",
-           notes="no floor in Keras 3"),
+           notes=mark("no floor in Keras 3")),
     Preset("tf-keras2", "tf.keras 2 LossScaleOptimizer", TFKeras2LossScaleRule, _SRC["tf-keras2"],
-           "initial_scale", notes="floor 1 (Keras 3 dropped it)"),
+           "initial_scale", notes=mark("floor 1 (Keras 3 dropped it)")),
     Preset("jmp", "jmp DynamicLossScale (JAX, op by op)", JmpDynamicRule, _SRC["jmp"], "loss_scale",
-           {"loss_scale": 2.0**15}, notes="no default scale: its docstring's 2^15; immutable adjust(); "
-                                          "the skip is the user's select_tree; scale / factor in float32"),
+           {"loss_scale": 2.0**15}, notes=mark("no default scale: its docstring's 2^15; immutable adjust(); "
+                                               "the skip is the user's select_tree; scale / factor in float32")),
     Preset("jmp-jit", "jmp DynamicLossScale (JAX, under jax.jit)", JmpJitDynamicRule, _SRC["jmp-jit"],
            "loss_scale", {"loss_scale": 2.0**15},
-           notes="scale x float32(1/factor); min_loss_scale lost in the jit round trip: floor 1"),
+           notes=mark("scale x float32(1/factor); min_loss_scale lost in the jit round trip: floor 1")),
     Preset("deepspeed", "DeepSpeed fp16", DeepSpeedDynamicRule, _SRC["deepspeed"], "initial_scale_power",
-           init_is_power=True, notes="hysteresis refilled only when the scale grows; stops the run at the minimum"),
+           init_is_power=True,
+           notes=mark("hysteresis refilled only when the scale grows; stops the run at the minimum")),
     Preset("deepspeed-consecutive", "DeepSpeed fp16 (consecutive_hysteresis=True)", DeepSpeedDynamicRule,
            _SRC["deepspeed"], "initial_scale_power", {"consecutive_hysteresis": True}, init_is_power=True,
-           notes="hysteresis refilled by every clean step"),
+           notes=mark("hysteresis refilled by every clean step")),
 )}
 
 
@@ -295,20 +297,30 @@ def defaults_table(names: list[str] | None = None) -> list[dict[str, str]]:
     for name in names or preset_names():
         p = _get(name)
         d = describe(p.make)
-        growth = "never" if d.growth_after is None else f"x{d.growth_factor:g} after {d.growth_after} clean steps" + (
-            f", then every {d.growth_then}" if d.growth_then not in (None, d.growth_after) else "")
-        backoff = ("never" if d.backoff_after is None else f"x{d.backoff_factor:g}" +
-                   ("" if d.backoff_after == 1 else f" from overflow no. {d.backoff_after}"))
+        # every cell a Word: shown in the kit's language, equal to its English (notebooks compare with it)
+        growth = Word("never") if d.growth_after is None else (
+            Word("x{factor:g} after {n} clean steps", factor=d.growth_factor, n=d.growth_after)
+            if d.growth_then in (None, d.growth_after) else
+            Word("x{factor:g} after {n} clean steps, then every {then}", factor=d.growth_factor, n=d.growth_after,
+                 then=d.growth_then))
+        backoff = (Word("never") if d.backoff_after is None else Word("x{factor:g}", factor=d.backoff_factor)
+                   if d.backoff_after == 1 else
+                   Word("x{factor:g} from overflow no. {n}", factor=d.backoff_factor, n=d.backoff_after))
         if d.growth_after is None and d.backoff_after is None:
-            bounds, hyst = "constant", "-"
+            bounds, hyst = Word("constant"), "-"
         else:
-            bounds = (f"floor {d.floor:g}" + (" (run stops)" if d.stops_at_floor else "") if d.floor is not None
-                      else "no floor") + (f" / ceiling {_pow2(d.ceiling)}" if d.ceiling is not None else "")
-            hyst = ("1" if d.backoff_after in (None, 1) else f"{d.backoff_after} overflows in a row"
-                    if d.hysteresis_refill == "every clean step" else f"{d.backoff_after}, refilled only on growth")
+            floor = (Word("no floor") if d.floor is None else
+                     Word("floor {floor:g} (run stops)", floor=d.floor) if d.stops_at_floor else
+                     Word("floor {floor:g}", floor=d.floor))
+            bounds = floor if d.ceiling is None else Word("{floor} / ceiling {ceiling}", floor=floor,
+                                                          ceiling=_pow2(d.ceiling))
+            hyst = ("1" if d.backoff_after in (None, 1) else
+                    Word("{n} overflows in a row", n=d.backoff_after)
+                    if d.hysteresis_refill == "every clean step" else
+                    Word("{n}, refilled only on growth", n=d.backoff_after))
         rows.append({"preset": name, "system": p.framework, "initial scale": _pow2(d.init), "growth": growth,
                      "backoff": backoff, "floor / ceiling": bounds, "hysteresis": hyst,
-                     "overflow step": "skipped" if d.skips else "APPLIED", "notes": p.notes})
+                     "overflow step": Word("skipped") if d.skips else Word("APPLIED"), "notes": Word(p.notes)})
     return rows
 
 
