@@ -1,10 +1,12 @@
 """The measured tables of the workshop docs, generated from the JSON the benchmarks write — never typed by hand.
 
 Reads benchmarks/results/{notebooks,offline_install,hub_load}.json and rewrites the marked regions
-``<!-- BEGIN generated:NAME -->`` ... ``<!-- END generated:NAME -->`` of docs/instructor-guide.md and
-docs/classroom.md, and ``# BEGIN generated:NAME`` ... ``# END generated:NAME`` of hub/k8s/values.yaml (the
-per-learner CPU and memory of the Kubernetes plan, derived from the hub load test). Each region says where and
-when its figures were measured. A missing JSON file gives a region saying which command measures it.
+``<!-- BEGIN generated:NAME -->`` ... ``<!-- END generated:NAME -->`` of docs/instructor-guide.md,
+docs/instructor-guide.zh-CN.md (the same tables in Chinese, and the login storm's from hub_storm.json; their text:
+benchmarks/render_docs_zh.py) and docs/classroom.md, and ``# BEGIN generated:NAME`` ... ``# END generated:NAME``
+of hub/k8s/values.yaml (the per-learner CPU and memory of the Kubernetes plan, derived from the hub load test).
+Each region says where and when its figures were measured. A missing JSON file gives a region saying which command
+measures it.
 
     python benchmarks/render_docs.py           # rewrite the regions
     python benchmarks/render_docs.py --check   # exit 1 if a file is out of date with the JSON (tests use this)
@@ -35,6 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 GUIDE, CLASSROOM, VALUES = "docs/instructor-guide.md", "docs/classroom.md", "hub/k8s/values.yaml"
+GUIDE_ZH = "docs/instructor-guide.zh-CN.md"
+STORM_JSON = "hub_storm.json"   # the login storm (benchmarks/render_storm.py): only the Chinese guide's region here
 
 #: result name -> (file under benchmarks/results, the command that writes it)
 SOURCES = {
@@ -343,7 +347,19 @@ def load_results(results_dir: Path = RESULTS) -> dict:
     for name, (file, _) in SOURCES.items():
         path = Path(results_dir) / file
         out[name] = json.loads(path.read_text()) if path.exists() else None
+    storm = Path(results_dir) / STORM_JSON
+    out["storm"] = json.loads(storm.read_text()) if storm.exists() else None
     return out
+
+
+def _zh():
+    """benchmarks/render_docs_zh.py (the Chinese guide's tables), loaded by path as this file is by the tests."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_render_docs_zh", Path(__file__).with_name("render_docs_zh.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def region_bodies(results: dict) -> dict[str, dict]:
@@ -357,6 +373,7 @@ def region_bodies(results: dict) -> dict[str, dict]:
         GUIDE: {"notebooks": have(nb, "notebooks", notebooks_table),
                 "agenda-half": agenda_table(HALF_DAY, nb), "agenda-full": agenda_table(FULL_DAY, nb),
                 "offline": have(off, "offline", offline_table), "hub": have(hub, "hub", hub_table)},
+        GUIDE_ZH: _zh().region_bodies(results, HALF_DAY, FULL_DAY, DAY_START_MIN, SOURCES),
         CLASSROOM: {"hub": have(hub, "hub", hub_table), "k8s-resources": have(hub, "hub", resources_text),
                     "k8s-sizing": have(hub, "hub", sizing_table)},
         VALUES: {"k8s-resources": lambda indent: resources_yaml(hub, indent)},

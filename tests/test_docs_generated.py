@@ -162,7 +162,7 @@ def test_replace_region_markdown_and_yaml():
 
 
 def _tmp_checkout(tmp_path):
-    for rel in (rd.GUIDE, rd.CLASSROOM, rd.VALUES):
+    for rel in (rd.GUIDE, rd.GUIDE_ZH, rd.CLASSROOM, rd.VALUES):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     results = tmp_path / "results"

@@ -1,0 +1,118 @@
+"""The Chinese instructor guide (docs/instructor-guide.zh-CN.md) against the English one: every section has its
+Chinese counterpart, in the same order; every generated region exists in both and is in sync with the JSON
+(benchmarks/render_docs.py, text from benchmarks/render_docs_zh.py); each notebook's section names the same
+exercises and links the Chinese notebook."""
+from __future__ import annotations
+
+import re
+
+from test_docs_generated import ROOT, _exercise_numbers, _load, hub_json, notebooks_json, offline_json
+
+rd = _load("render_docs")
+zh = _load("render_docs_zh")
+EN, ZH = ROOT / rd.GUIDE, ROOT / rd.GUIDE_ZH
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """(level, title) of each Markdown heading, outside fenced code blocks."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"(#{1,6}) (.+)", line)):
+            out.append((len(m.group(1)), m.group(2)))
+    return out
+
+
+def sections(text: str) -> dict[str, str]:
+    """Each notebook's section (``### `NN_name` ...``) by notebook name."""
+    parts = re.split(r"^### `(\d\d_\w+)`", text, flags=re.M)[1:]
+    return dict(zip(parts[::2], parts[1::2]))
+
+
+def test_every_english_section_has_its_chinese_counterpart_in_order():
+    en, cn = headings(EN.read_text()), headings(ZH.read_text())
+    assert [lvl for lvl, _ in cn] == [lvl for lvl, _ in en], (en, cn)       # same outline, same order
+    for (_, e), (_, c) in zip(en, cn):
+        code_e, code_c = re.findall(r"`([^`]+)`", e), re.findall(r"`([^`]+)`", c)
+        assert code_e == code_c, (e, c)                                      # the notebook names match
+        assert re.search(r"[\u4e00-\u9fff]", c), f"heading not in Chinese: {c!r}"
+    assert len(ZH.read_text().splitlines()) > 0.8 * len(EN.read_text().splitlines())   # the whole guide
+
+
+def test_chinese_anchors_the_guide_links_exist():
+    text = ZH.read_text()
+
+    def anchor(title: str) -> str:   # GitHub's rule: lower case, punctuation dropped, spaces to hyphens
+        return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+    anchors = {anchor(t) for _, t in headings(text)}
+    for target in re.findall(r"\]\(#([^)]+)\)", text):
+        assert target in anchors, target
+
+
+def test_every_generated_region_exists_in_both_guides_and_is_in_sync():
+    assert rd.region_names(ZH.read_text()) == rd.region_names(EN.read_text())
+    rendered = {path.relative_to(ROOT).as_posix(): (old, new) for path, (old, new) in rd.render().items()}
+    old, new = rendered[rd.GUIDE_ZH]
+    assert old == new, "run `python benchmarks/render_docs.py`: the Chinese guide is out of date with the JSON"
+    bodies = rd.region_bodies(rd.load_results())[rd.GUIDE_ZH]
+    for name, body in bodies.items():
+        assert "（英文原文）" not in body, f"region {name}: a benchmark's text has no Chinese in render_docs_zh.TEXT"
+        assert "Not measured" not in body and "Measured on" not in body, name
+
+
+def test_agendas_keep_the_english_clock():
+    nb = notebooks_json()
+    for plan in (rd.HALF_DAY, rd.FULL_DAY):
+        en = rd.agenda_table(plan, nb).splitlines()[2:len(plan) + 3]
+        cn = zh.agenda_table(plan, nb, rd.DAY_START_MIN, "").splitlines()[2:len(plan) + 3]
+        cols = [[c.strip() for c in row.split("|")] for row in en], [[c.strip() for c in row.split("|")] for row in cn]
+        for e, c in zip(*cols):
+            shown = c[5].replace("未测量", "not measured")
+            assert (e[1], e[4], e[5], e[6]) == (c[1], c[4], shown, c[6])    # start, minutes, Run All, block
+            assert e[2].strip("`*") == c[2].strip("`*") or e[2].startswith("*")
+    assert "未测量" in zh.agenda_table(rd.HALF_DAY, None, rd.DAY_START_MIN, "x")
+
+
+def test_chinese_tables_on_synthetic_json():
+    assert "| **全部** | **26.0** | 34.0 | 90 | |" in zh.notebooks_table(notebooks_json())
+    text = zh.hub_table(hub_json())
+    assert "**5**" in text and "测于 2026-01-02，Test CPU（2 核，8.0 GiB 内存）" in text and "| 否（timeout） |" in text
+    off = zh.offline_table({**offline_json(), "test_summary": "7 passed, 1 failed", "note": "a new remark"})
+    assert "7 个通过, 1 个失败" in off and "a new remark（英文原文）" in off     # untranslated text is marked
+    assert "（英文原文）" not in zh.offline_table(rd.load_results()["offline"])
+
+
+def test_storm_verdict_matches_the_english_one():
+    storm = rd.load_results()["storm"]
+    met, _, _ = zh.storm_goal(storm)
+    english = _load("render_storm").goal_text(storm)
+    assert ("**met**" in english) == (met is True) and ("**达到**" if met else "**未达到**") in zh.storm_table(storm)
+
+
+def test_each_notebook_section_names_the_same_exercises_and_links_the_chinese_notebook():
+    import nbformat
+
+    en, cn = sections(EN.read_text()), sections(ZH.read_text())
+    assert sorted(cn) == sorted(en)
+    for name, text in cn.items():
+        cn_ex = {int(n) for n in re.findall(r"练习 (\d+)", text)}
+        nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        have = {int(n) for c in nb.cells if c.cell_type == "markdown"
+                for n in re.findall(r"\*\*Exercise (\d+)\.\*\*", c.source)}
+        assert _exercise_numbers(en[name]) <= cn_ex <= have, (name, cn_ex, have)
+        link = f"../notebooks/zh_CN/{name}.ipynb"
+        assert f"]({link})" in text and (ZH.parent / link).resolve().is_file(), name
+        assert "**投影**" in text and "**结对练习：**" in text, name
+    assert "](../notebooks/" not in re.sub(r"\]\(\.\./notebooks/zh_CN/", "", ZH.read_text())   # no English link
+
+
+def test_chinese_guide_teaches_the_chinese_commands():
+    text = ZH.read_text()
+    for command in ("make lab LANG=zh_CN", "make present LANG=zh_CN", "make workshop LANG=zh_CN",
+                    "make hub LANG=zh_CN"):
+        assert command in text, command
+    for banned in ("——", "小部件", "套件", "笔记本（", "取消缩放", "逐张量", "机器精度", "有效数字", "回退系数"):
+        assert banned not in text, banned
+    assert not re.search(r"\d %", text), "a space before % (67%, not 67 %)"
