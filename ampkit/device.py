@@ -31,8 +31,8 @@ from ampkit.formats import format_name, resolve_format
 from ampkit.hardware import NATIVE_RULES, device_name, native_dtypes
 from ampkit.i18n import mark, tr
 
-__all__ = ["pick_device", "DeviceReport", "Ratio", "speed_words", "device_report", "autocast_dtypes", "fast_dtype",
-           "check_autocast_dtype"]
+__all__ = ["pick_device", "DeviceReport", "Ratio", "speed_words", "speed_than", "device_report", "autocast_dtypes",
+           "fast_dtype", "check_autocast_dtype"]
 
 _LOW_DTYPES = (torch.float16, torch.bfloat16)
 _VALID_DEVICES = ("cuda", "mps", "cpu")
@@ -68,6 +68,21 @@ def pick_device(prefer: str | torch.device | None = None) -> torch.device:
     return dev
 
 
+
+def speed_than(ratio: float, reference: str) -> str:
+    """``reference time / this time`` against ``reference``, in words: one message, so that a language can put the
+    reference where it belongs (Chinese says 速度为 float32 的 2.0 倍 / 耗时约为 float32 的 4.0 倍).
+
+    >>> speed_than(2.0, "float32"), speed_than(0.25, "O0")
+    ('2.0x faster than float32', '4.0x slower than O0')
+    """
+    if not ratio > 0:
+        return tr("not measured")
+    if ratio >= 1:
+        return tr("{x}x faster than {reference}", x=_times(ratio), reference=reference)
+    return tr("{x}x slower than {reference}", x=_times(1 / ratio), reference=reference)
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A measured float32-time / dtype-time ratio: the median of ``repeats`` interleaved timings and its range."""
@@ -93,8 +108,8 @@ class Ratio:
             spread = tr("{lo}-{hi}x slower", lo=_times(1 / self.high), hi=_times(1 / self.low))
         else:
             spread = tr("{lo}x slower to {hi}x faster", lo=_times(1 / self.low), hi=_times(self.high))
-        return tr("{speed} than {reference} (median of {n} repeats; range {spread})", speed=speed_words(self.median),
-                  reference=reference, n=self.repeats, spread=spread)
+        return tr("{comparison} (median of {n} repeats; range {spread})",
+                  comparison=speed_than(self.median, reference), n=self.repeats, spread=spread)
 
     def __str__(self) -> str:
         return self.phrase()
@@ -179,7 +194,7 @@ class DeviceReport:
     def measured(self, dt: torch.dtype) -> str:
         """The measured matmul ratio for ``dt`` in words (the explanation beside the decision)."""
         r = self.ratios.get(dt)
-        return r.phrase() if r else tr("{speed} than float32", speed=speed_words(self.speedup.get(dt, float("nan"))))
+        return r.phrase() if r else speed_than(self.speedup.get(dt, float("nan")), "float32")
 
     def default_reason(self) -> str:
         """Why :attr:`default_dtype` is the default (``""`` when there is none)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ampkit.device import speed_words
+from ampkit.device import speed_than
 from ampkit.dtypes import short_name
 from ampkit.formats import resolve_format
 from ampkit.i18n import Word, mark, tr
@@ -119,7 +119,7 @@ def speed_phrase(time_s: float, ref_s: float, ref: str = "O0") -> str:
     """A measured time next to a reference, in words: ``"2.2x faster than O0"`` or ``"1.8x slower than O0"``.
 
     Within 5% either way it says ``"about as fast as O0"``; otherwise the ratio is worded by
-    :func:`ampkit.device.speed_words` (one decimal below 10x, whole numbers above). The ratio is an explanation of
+    :func:`ampkit.device.speed_than` (one decimal below 10x, whole numbers above). The ratio is an explanation of
     one measurement (noisy on a busy machine): show it, never branch on it.
 
     >>> speed_phrase(0.5, 1.1), speed_phrase(1.8, 1.0), speed_phrase(1.0, 1.02), speed_phrase(1.0, 0.02)
@@ -130,4 +130,4 @@ def speed_phrase(time_s: float, ref_s: float, ref: str = "O0") -> str:
     ratio = ref_s / time_s
     if 1 / 1.05 < ratio < 1.05:
         return tr("about as fast as {ref}", ref=ref)
-    return tr("{speed} than {reference}", speed=speed_words(ratio), reference=ref)
+    return speed_than(ratio, ref)

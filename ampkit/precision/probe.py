@@ -47,6 +47,8 @@ DOCUMENTED_AUTOCAST: dict[str, dict[str, str]] = {
                         "unlisted"),
     },
 }
+# the classes as Words (equal to their English; formatted in the kit's language: a page prints them)
+DOCUMENTED_AUTOCAST = {dev: {op: Word(c) for op, c in ops.items()} for dev, ops in DOCUMENTED_AUTOCAST.items()}
 
 #: the classes' words, marked for the catalog: a row's ``observed``/``documented`` is a :class:`~ampkit.i18n.Word`
 _CLASS_WORDS = (mark("lower"), mark("promote"), mark("unlisted"))

@@ -20,7 +20,7 @@ from torch import nn
 
 from ampkit._util import first_tensor
 from ampkit.dtypes import short_name
-from ampkit.i18n import tr
+from ampkit.i18n import Word, tr
 from ampkit.precision.levels import NORM_TYPES
 from ampkit.precision.mixed import LEVEL_ATTR, MixedPrecision, apply_level
 
@@ -162,10 +162,11 @@ class MemoryReport:
         return self.weights + self.grads + self.optimizer_state + self.masters + self.master_grads + self.buffers
 
     def as_dict(self) -> dict[str, int]:
-        """Field name → bytes, plus ``total``."""
-        return {"weights": self.weights, "grads": self.grads, "optimizer state": self.optimizer_state,
-                "master weights": self.masters, "master grads": self.master_grads, "buffers": self.buffers,
-                "total": self.total}
+        """Field name → bytes, plus ``total`` (the names are Words: shown in the kit's language, equal to their
+        English)."""
+        return {Word("weights"): self.weights, Word("grads"): self.grads,
+                Word("optimizer state"): self.optimizer_state, Word("master weights"): self.masters,
+                Word("master grads"): self.master_grads, Word("buffers"): self.buffers, Word("total"): self.total}
 
 
 def _nbytes(tensors: Iterable) -> int:

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from ampkit._util import check_choice, check_int, check_positive_finite
 from ampkit.data import make_data
+from ampkit.i18n import Word
 from ampkit.models import DecoderBlock, DecoderLM, build_model, lm_loss
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.precision.bf16_updates import WRAPPER_MODES, BF16Updates
@@ -216,7 +217,7 @@ class LoRALinear(nn.Module):
 #: The fixes of section 6: ``"fp32 + autocast"`` (the model cast to fp32 and trained under fp16 autocast with a
 #: GradScaler: notebook 03's recipe), ``"fp32 adapters"`` (fp16 base frozen, LoRA adapters in fp32, GradScaler) and
 #: ``"bf16"`` (the model stored in bf16, every parameter trained, no scaler; AdamW's moments then bf16 too).
-FIXES = ("fp32 + autocast", "fp32 adapters", "bf16")
+FIXES = (Word("fp32 + autocast"), Word("fp32 adapters"), "bf16")   # Words: printed in the kit's language
 
 
 @dataclass
