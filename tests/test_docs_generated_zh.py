@@ -116,3 +116,19 @@ def test_chinese_guide_teaches_the_chinese_commands():
     for banned in ("——", "小部件", "套件", "笔记本（", "取消缩放", "逐张量", "机器精度", "有效数字", "回退系数"):
         assert banned not in text, banned
     assert not re.search(r"\d %", text), "a space before % (67%, not 67 %)"
+
+
+#: the views' labels the Chinese guide quotes (in *...* or **...**): each is what the Chinese view shows, a label of
+#: ampkit/locale/zh_CN/LC_MESSAGES/ampkit.po (the start of one: "1×128 分块" of "1×128 分块，fp32 缩放系数")
+QUOTED_LABELS = ["增长间隔", "预设", "应用修复后的运行", "1/√d 作用在 q 上", "历史长度", "方案", "OCP 向下取整",
+                 "TE 向上取整", "低精度 dtype", "启动", "算子时间", "模式", "1×128 分块"]
+
+
+def test_labels_the_guide_quotes_are_the_chinese_views_labels():
+    import polib
+
+    text = ZH.read_text()
+    shown = [e.msgstr for e in polib.pofile(str(ROOT / "ampkit/locale/zh_CN/LC_MESSAGES/ampkit.po")) if e.msgstr]
+    for label in QUOTED_LABELS:
+        assert f"*{label}*" in text, label
+        assert any(s == label or s.startswith(label + "（") or s.startswith(label + "，") for s in shown), label
