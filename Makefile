@@ -118,8 +118,9 @@ bench: $(TEST_STAMP) ## every benchmark but the hub's (speed targets as ratios)
 	@# bench_hub.py starts a JupyterHub for minutes and needs the hub extra: `make bench-hub` runs it on its own
 	@for b in $(filter-out benchmarks/bench_hub.py,$(wildcard benchmarks/bench_*.py)); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# Workshop and classroom targets, one file each: present/workshop, wheelhouse (offline room), hub (one server).
-include make/workshop.mk make/offline.mk make/hub.mk make/site.mk
+# Workshop and classroom targets, one file each: present/workshop, wheelhouse (offline room), hub (one server);
+# the book (site); the real MindSpore and PaddlePaddle in an env of their own (frameworks).
+include make/workshop.mk make/offline.mk make/hub.mk make/site.mk make/frameworks.mk
 
 # constraints.txt from this venv (LATEST=1: from .venv-latest, after `make test LATEST=1` passed there)
 lock: ## write constraints.txt: the exact version of every package in .venv (LATEST=1: .venv-latest)

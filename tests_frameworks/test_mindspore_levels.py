@@ -31,11 +31,10 @@ import pytest
 
 ms = pytest.importorskip("mindspore")
 from mindspore import amp, nn  # noqa: E402
+from msnets import LAYERS, SmallNet  # noqa: E402
 
 from ampkit.precision.frameworks import MINDSPORE_O1_WHITE, MINDSPORE_O2_BLACK  # noqa: E402
 from ampkit.precision.levels import LEVEL_MAP, LEVELS  # noqa: E402
-
-from msnets import LAYERS, SmallNet  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 REPO = Path(__file__).resolve().parents[1]
@@ -74,6 +73,14 @@ def _kit_prediction(level: str, net: SmallNet) -> dict[str, str]:
     return out
 
 
+def _recorder(seen: dict, layer: str, depth: int):
+    """A forward hook keeping the output dtype of the deepest cell seen so far for ``layer``."""
+    def hook(cell, inputs, output):
+        if layer not in seen or depth > seen[layer][0]:
+            seen[layer] = (depth, {ms.float16: "fp16", ms.float32: "fp32"}[output.dtype])
+    return hook
+
+
 def _observed_by_outputs(net) -> dict[str, str]:
     """The dtype the innermost cell of each layer returns, from forward hooks."""
     seen: dict[str, tuple[int, str]] = {}
@@ -81,11 +88,7 @@ def _observed_by_outputs(net) -> dict[str, str]:
         parts = [p for p in full.split(".") if p and p != "_backbone"]
         if len(parts) != 1:
             continue
-
-        def hook(c, inputs, output, layer=parts[0], depth=full.count(".")):
-            if layer not in seen or depth > seen[layer][0]:
-                seen[layer] = (depth, {ms.float16: "fp16", ms.float32: "fp32"}[output.dtype])
-        cell.register_forward_hook(hook)
+        cell.register_forward_hook(_recorder(seen, parts[0], full.count(".")))
     out = net(ms.Tensor(np.random.default_rng(0).standard_normal((2, 1, 4, 4)).astype(np.float32)))
     assert out.dtype == ms.float32
     return {k: v for k, (_, v) in seen.items()}

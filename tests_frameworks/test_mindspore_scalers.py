@@ -27,10 +27,9 @@ import pytest
 
 ms = pytest.importorskip("mindspore")
 from mindspore import Tensor, amp, nn  # noqa: E402
+from streams import seeds, stream  # noqa: E402
 
 from ampkit.scaling.presets import PRESETS, preset  # noqa: E402
-
-from streams import seeds, stream  # noqa: E402
 
 ms.set_context(mode=ms.PYNATIVE_MODE)
 

@@ -30,10 +30,9 @@ import pytest
 
 paddle = pytest.importorskip("paddle")
 import paddle.amp.grad_scaler as grad_scaler  # noqa: E402
+from streams import seeds, stream  # noqa: E402
 
 from ampkit.scaling.presets import PRESETS, preset  # noqa: E402
-
-from streams import seeds, stream  # noqa: E402
 
 # Paddle's own float(tensor) of a shape-[1] scale (math_op_patch.py), on every _update: numpy 1.25+'s warning
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
