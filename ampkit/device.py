@@ -222,7 +222,7 @@ class DeviceReport:
             out.append(tr("tensor cores: {cores}", cores=self.tensor_cores))
         out.append(tr("autocast supports: ") + (", ".join(format_name(d) for d in self.autocast_dtypes) or tr("none")))
         for dt in self.autocast_dtypes:
-            out.append(f"  {format_name(dt)}: {self.verdict(dt)}")
+            out.append("  " + tr("{name}: {detail}", name=format_name(dt), detail=self.verdict(dt)))
             out.append("      " + tr("measured {size}matmul: {speed}", size=f"{self.probe_size}x{self.probe_size} ",
                                      speed=self.measured(dt)))
         if self.default_dtype is not None:

@@ -100,7 +100,7 @@ class Check:
 
     def line(self) -> str:
         tag = {"OK": "[ OK ]", "FAIL": "[FAIL]", "WARN": "[WARN]", "INFO": "[INFO]"}[self.status]
-        text = f"{tag} {tr(self.name)}: {self.detail}"
+        text = f"{tag} " + tr("{name}: {detail}", name=tr(self.name), detail=self.detail)   # Chinese: full-width
         return text + (f"\n       -> {self.fix}" if self.fix and self.status in ("FAIL", "WARN") else "")
 
 
@@ -123,7 +123,7 @@ def check_python(version: tuple[int, int, int] | None = None) -> Check:
 def check_package(module: str, dist: str, minimum: str, required: bool = True, why: str = "") -> Check:
     """Is ``dist`` installed (``module`` findable, not imported: importing jupyterlab alone takes seconds)
     and at least ``minimum``?"""
-    label = dist + (f" ({tr(why)})" if why else "")
+    label = tr("{what} ({detail})", what=dist, detail=tr(why)) if why else dist
     try:
         if importlib.util.find_spec(module) is None:
             raise ImportError(f"no module named {module!r}")
@@ -176,7 +176,7 @@ def cpu_flags_detail(capabilities) -> str:
     'avx512_bf16 yes, amx_bf16 no, avx512_fp16 no, amx_fp16 no'
     """
     flags = list(CPU_FLAGS) + (["bf16"] if "bf16" in capabilities else [])
-    return ", ".join(f"{f} {tr('yes') if capabilities.get(f) else tr('no')}" for f in flags)
+    return tr(", ").join(f"{f} {tr('yes') if capabilities.get(f) else tr('no')}" for f in flags)
 
 
 def check_device(probe: bool = True, report=None, capabilities=None) -> list[Check]:
@@ -198,13 +198,15 @@ def check_device(probe: bool = True, report=None, capabilities=None) -> list[Che
             return [Check("device", "OK", dev.type)]
         report = device_report(dev)
     rep, dev = report, report.device
-    checks = [Check("device", "OK", f"{dev.type} ({rep.name})" + (tr("; no GPU needed") if dev.type == "cpu" else ""))]
+    checks = [Check("device", "OK", tr("{what} ({detail})", what=dev.type, detail=rep.name)
+                    + (tr("; no GPU needed") if dev.type == "cpu" else ""))]
     names = ", ".join(format_name(d) for d in rep.autocast_dtypes) or tr("none")
     checks.append(Check(mark("autocast dtypes"), "OK" if rep.autocast_dtypes else "WARN", names, False,
                         tr("upgrade torch: this build cannot autocast on this device")))
     if dev.type == "cpu":
         caps = cpu_capabilities() if capabilities is None else capabilities
-        checks.append(Check(mark("CPU flags"), "INFO", cpu_flags_detail(caps) + " (torch.cpu.get_capabilities())",
+        checks.append(Check(mark("CPU flags"), "INFO",
+                            tr("{what} ({detail})", what=cpu_flags_detail(caps), detail="torch.cpu.get_capabilities()"),
                             False))
     if dev.type == "cuda":
         checks.append(Check(mark("tensor cores"), "INFO", rep.tensor_cores or tr("unknown"), False))
@@ -214,8 +216,8 @@ def check_device(probe: bool = True, report=None, capabilities=None) -> list[Che
                             tr("measured {size}matmul: {speed}", size=size, speed=rep.measured(dt)), False))
     if rep.default_dtype is not None:
         checks.append(Check(mark("default low dtype"), "INFO",
-                            f"{format_name(rep.default_dtype)} ({rep.default_reason()})",
-                            False))
+                            tr("{what} ({detail})", what=format_name(rep.default_dtype),
+                               detail=rep.default_reason()), False))
     return checks
 
 
