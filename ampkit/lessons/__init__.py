@@ -1,6 +1,6 @@
 """The notebooks' own experiments: one module (or subpackage) per notebook, above the engine and below the widgets.
 
-Taught in notebooks 02–08. A function that exists to make one lesson's figure or table lives here, not in the engine
+Taught in notebooks 02–09. A function that exists to make one lesson's figure or table lives here, not in the engine
 (``precision``, ``scaling``, ``sinking``, ``fp8``, ``diagnose``, ``train``), which never imports this package; the
 widgets (:mod:`ampkit.widgets`) and the notebooks do. The layers are written down in ``docs/architecture.md`` and
 tested by ``tests/test_layers.py``. Every lesson's public names are here: a notebook imports them from
@@ -20,6 +20,8 @@ module                                 notebook: what it holds
                                        :func:`finetune_stored`)
 ``transformers_compiled_and_sharded``  08: compiled vs eager (:func:`compile_vs_eager`), checkpointing, FSDP2
                                        policies (:func:`sharded_gradients`), the hunter (:func:`hunt_decoder`)
+``mindspore_and_paddle``               09: around MindSpore's and Paddle's own code (imported only when called):
+                                       :func:`start_frameworks`, the real scalers (:func:`mindspore_scales`, ...)
 =====================================  ==============================================================================
 
 >>> from ampkit.lessons import underflow_task
@@ -58,6 +60,29 @@ from ampkit.lessons.loss_scaling import (
     gradient_agreement,
     train_task,
     underflow_task,
+)
+from ampkit.lessons.mindspore_and_paddle import (
+    FRAMEWORKS,
+    NET_SOURCE,
+    captured_mindspore_log,
+    cell_rows,
+    first_line,
+    kit_scales,
+    list_differences,
+    mindspore_bf16_matmul,
+    mindspore_lists,
+    mindspore_net,
+    mindspore_scales,
+    missing_frameworks,
+    paddle_lists,
+    paddle_scales,
+    parse_flags_text,
+    pir_op_rows,
+    rewritten_casts,
+    run_apart,
+    start_frameworks,
+    table_md,
+    torch_scales,
 )
 from ampkit.lessons.transformers_compiled_and_sharded import (
     BACKENDS,
@@ -151,4 +176,9 @@ __all__ = [
     "POLICIES", "ShardedGrads", "ShardedRun", "sharded_gradients",
     "DecoderHunt", "hunt_decoder", "overflowing_decoder", "raw_logit_max", "first_forward_inf", "overflow_gain",
     "fp16_attention_finite",
+    # 09 mindspore_and_paddle
+    "FRAMEWORKS", "missing_frameworks", "start_frameworks", "first_line", "table_md", "cell_rows", "rewritten_casts",
+    "mindspore_lists", "paddle_lists", "list_differences", "parse_flags_text", "mindspore_scales", "torch_scales",
+    "paddle_scales", "kit_scales", "captured_mindspore_log", "pir_op_rows", "run_apart", "mindspore_bf16_matmul",
+    "mindspore_net", "NET_SOURCE",
 ]
