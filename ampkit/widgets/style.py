@@ -30,7 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ampkit.dtypes import short_name
-from ampkit.i18n import mark
+from ampkit.i18n import Word
 from ampkit.widgets.figtext import localize
 
 __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DPI", "new_figure", "png_bytes",
@@ -38,8 +38,9 @@ __all__ = ["BAND_COLOURS", "BAND_LABELS", "DTYPE_COLOURS", "STATUS_COLOURS", "DP
 
 #: The format bands, the same colours in every notebook and widget (colour-blind-safe order: grey, amber, green, red).
 BAND_COLOURS = {"flushed": "#8c959f", "subnormal": "#d4a72c", "normal": "#2da44e", "overflow": "#cf222e"}
-BAND_LABELS = {"flushed": mark("flushed to zero"), "subnormal": mark("subnormal (fewer bits)"),
-               "normal": mark("normal"), "overflow": mark("overflow (inf/NaN)")}
+#: (Words: a notebook's f"fp16: {BAND_LABELS[band]}" legend is in the kit's language; they equal their English)
+BAND_LABELS = {"flushed": Word("flushed to zero"), "subnormal": Word("subnormal (fewer bits)"),
+               "normal": Word("normal"), "overflow": Word("overflow (inf/NaN)")}
 #: One colour per dtype, used for lines and table cells that name a dtype.
 DTYPE_COLOURS = {"fp32": "#0969da", "bf16": "#8250df", "fp16": "#bf3989", "fp8": "#bc4c00",
                  "e4m3": "#bc4c00", "e5m2": "#953800"}
