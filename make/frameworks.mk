@@ -38,13 +38,13 @@ FW_NOTEBOOKS = $(wildcard notebooks/09_*.ipynb notebooks/zh_CN/09_*.ipynb)
 FW_LITTER = rewritten_network rank_0 notebooks/rewritten_network notebooks/rank_0 notebooks/zh_CN/rewritten_network \
   notebooks/zh_CN/rank_0 tests_frameworks/rewritten_network tests_frameworks/rank_0
 
-.PHONY: frameworks frameworks-install test-frameworks frameworks-lock
+.PHONY: frameworks test-frameworks frameworks-lock
 
 frameworks: ## MindSpore + PaddlePaddle + torch in .venv-frameworks, and its Jupyter kernel
 	@msg="$$($(FW_CHECK))"; if [ -n "$$msg" ]; then echo "$$msg"; \
 	  else $(MAKE) --no-print-directory frameworks-install; fi
 
-# (internal) what `make frameworks` builds where the platform has wheels
+# (internal, not .PHONY so that `make` alone does not list it) what `make frameworks` builds where there are wheels
 frameworks-install: $(FW_STAMP) $(FW_KERNEL_JSON)
 	@:
 
