@@ -271,8 +271,7 @@ def paddle_scales(flags: str, **kwargs) -> list[float]:
 
     On a CPU the scaler switches itself off in dynamic mode ("AmpScaler can only be enabled on CUDAPlace..."). To
     run its rule at all this reaches into an **internal**: ``paddle.amp.grad_scaler.in_dynamic_mode`` is made to
-    answer False while the scaler is built, so the device check is skipped; the scale is read from the private
-    ``_scale`` tensor. ``scale``'s own check (the AMP dtype must be float16) is met by the ``auto_cast`` block, which
+    answer False while the scaler is built, so the device check is skipped; the scale is read from ``state_dict()["scale"]``. ``scale``'s own check (the AMP dtype must be float16) is met by the ``auto_cast`` block, which
     sets that dtype even where it changes no op. Paddle prints a line at each decrease; it is kept."""
     import paddle
     from paddle.amp import grad_scaler
@@ -296,7 +295,7 @@ def paddle_scales(flags: str, **kwargs) -> list[float]:
             scaler.step(opt)
             scaler.update()
             opt.clear_grad()
-            out.append(float(scaler._scale))
+            out.append(float(scaler.state_dict()["scale"][0]))
     return out
 
 
