@@ -45,16 +45,22 @@ def pytest_configure(config):
 
 
 def _missing_needs(path: Path, _seen: dict = {}) -> list[str]:  # noqa: B006 (a cache per path, on purpose)
-    """The modules a notebook's ``metadata.ampkit.needs`` names that this Python cannot import (notebook 09 needs
-    mindspore and paddle: ``make frameworks`` installs them in ``.venv-frameworks``)."""
+    """The modules a notebook's ``metadata.ampkit.needs`` names (a Chinese notebook: its English source's, found through
+    ``metadata.ampkit.source``) that this Python cannot import (notebook 09 needs mindspore and paddle: ``make
+    frameworks`` installs them in ``.venv-frameworks``)."""
     if path not in _seen:
         import importlib.util
         import json
 
         try:
-            needs = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("ampkit", {}).get("needs", [])
+            meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("ampkit", {})
+            needs = meta.get("needs")
+            if needs is None and meta.get("source"):    # a generated edition: its English source says what it needs
+                source = json.loads((path.parent / meta["source"]).read_text(encoding="utf-8"))
+                needs = source.get("metadata", {}).get("ampkit", {}).get("needs")
         except (OSError, ValueError):
-            needs = []
+            needs = None
+        needs = needs or []
         _seen[path] = [name for name in needs if importlib.util.find_spec(name) is None]
     return _seen[path]
 
