@@ -73,9 +73,10 @@ def plateau_experiment(steps: int = 300, lr: float = 0.01, n: int = 64, d: int =
 
 
 def _kind(name: str, p: torch.Tensor) -> str:
+    """The parameter's kind, a Word (07 prints the dicts keyed by it: shown in the kit's language)."""
     if p.dim() == 1:
-        return "norm gain" if "norm" in name and name.endswith("weight") else "bias"
-    return "embedding" if "embed" in name or name.startswith("pos") else "matrix"
+        return Word("norm gain") if "norm" in name and name.endswith("weight") else Word("bias")
+    return Word("embedding") if "embed" in name or name.startswith("pos") else Word("matrix")
 
 
 def lost_updates(lr: float = 3e-3, seed: int = 0) -> dict[str, float]:
