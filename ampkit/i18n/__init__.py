@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import gettext
 import os
+import re
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
@@ -137,6 +139,8 @@ class Word(str):
     >>> set_language("zh_CN"); w = Word("not measured")
     >>> w, w == "not measured", {"not measured": 1}[w], w.english
     ('未测量', True, 1, 'not measured')
+    >>> f"[{w:>8}]"                                  # a Chinese character is two columns wide
+    '[  未测量]'
     >>> set_language("en"); Word("{n} steps skipped", n=3), f"{w}"      # formatted: the language in force now
     ('3 steps skipped', 'not measured')
     >>> set_language(None)
@@ -165,12 +169,22 @@ class Word(str):
         return hash(self.english)
 
     def __format__(self, spec: str) -> str:
+        """In the language in force now; a width counts a Chinese character as two columns (a printed table's
+        columns stay aligned)."""
         msgid, fields = self._message
-        return format(tr(msgid, **fields), spec)
+        text = tr(msgid, **fields)
+        m = _SPEC.match(spec)
+        wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+        if m and m["width"] and wide:
+            spec = f"{m['head']}{max(int(m['width']) - wide, 0)}{m['tail']}"
+        return format(text, spec)
 
     def __reduce__(self):
         msgid, fields = self._message
         return _word, (msgid, fields)
+
+
+_SPEC = re.compile(r"(?P<head>(?:.?[<>=^])?[-+ ]?#?0?)(?P<width>\d*)(?P<tail>.*)\Z", re.S)
 
 
 def _word(msgid: str, fields: dict) -> Word:
