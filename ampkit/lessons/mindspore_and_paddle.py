@@ -271,8 +271,9 @@ def paddle_scales(flags: str, **kwargs) -> list[float]:
 
     On a CPU the scaler switches itself off in dynamic mode ("AmpScaler can only be enabled on CUDAPlace..."). To
     run its rule at all this reaches into an **internal**: ``paddle.amp.grad_scaler.in_dynamic_mode`` is made to
-    answer False while the scaler is built, so the device check is skipped; the scale is read from ``state_dict()["scale"]``. ``scale``'s own check (the AMP dtype must be float16) is met by the ``auto_cast`` block, which
-    sets that dtype even where it changes no op. Paddle prints a line at each decrease; it is kept."""
+    answer False while the scaler is built, so the device check is skipped; the scale is read from
+    ``state_dict()["scale"]``. ``scale``'s own check (the AMP dtype must be float16) is met by the ``auto_cast``
+    block, which sets that dtype even where it changes no op. Paddle prints a line at each decrease; it is kept."""
     import paddle
     from paddle.amp import grad_scaler
 
@@ -347,9 +348,8 @@ def pir_op_rows(program) -> list[dict[str, str]]:
 def mindspore_bf16_matmul() -> dict[str, str]:
     """A ``Dense`` layer at O3 in bfloat16 on MindSpore's CPU backend: what it says (run it with :func:`run_apart`;
     the failure would surface again in this process's later operations)."""
-    import numpy as np
-
     import mindspore as ms
+    import numpy as np
     from mindspore import amp, nn
 
     ms.set_device("CPU")
