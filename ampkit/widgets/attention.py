@@ -195,7 +195,8 @@ class AttentionOverflowView(FrontView):
                 "facts": tr("largest matmul output {largest}, NaN rows {pct:.0f} %"),
                 "inf": tr("inf (overflow)"), "ylabel": tr("largest |q·k| the matmul gave (log scale)"),
                 "title": tr("the attention matmul's largest output vs the format's max"),
-                "nan_ylabel": tr("% of softmax rows with NaN"), "nan_title": tr("rows that became NaN")}
+                "nan_ylabel": tr("% of softmax rows with NaN"), "nan_title": tr("rows that became NaN"),
+                "percent": tr("{value} %")}
 
     def still(self) -> W.Widget:
         return W.VBox([W.HTML(self.readout_html), W.Image(value=_still_png(self.results), format="png",

@@ -92,7 +92,8 @@ def explorer_state(rec: AmaxRecording, tensor: str, history_len: int, algo: str,
 
 
 def _pct(x: float) -> str:
-    return "0 %" if x == 0 else ("< 0.01 %" if x < 1e-4 else f"{100 * x:.2f} %")
+    value = "0" if x == 0 else ("< 0.01" if x < 1e-4 else f"{100 * x:.2f}")
+    return tr("{value} %", value=value)       # Chinese: 67% (no space to break a narrow readout at)
 
 
 def _numbers(s: ExplorerState) -> dict[str, Any]:

@@ -37,7 +37,8 @@ _WIDTH_PX = int(_WIDTH_IN * DPI)   # the Image widget shows the figure at its ow
 
 
 def _pct(x: float) -> str:
-    return "0 %" if x == 0 else ("< 0.01 %" if x < 1e-4 else f"{100 * x:.2f} %")
+    value = "0" if x == 0 else ("< 0.01" if x < 1e-4 else f"{100 * x:.2f}")
+    return tr("{value} %", value=value)       # Chinese: 67% (no space to break a narrow readout at)
 
 
 def scaler_readout_html(report: ScaleReport, window: tuple[int, int] | None) -> str:

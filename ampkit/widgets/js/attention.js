@@ -142,7 +142,7 @@ function render({ model, el }) {
       nanBars[i].setAttribute("y", yn);
       nanBars[i].setAttribute("height", yBottom - yn);
       nanLabels[i].setAttribute("y", yn - 5);
-      nanLabels[i].textContent = `${pct} %`;
+      nanLabels[i].textContent = fillText(text.percent, { value: pct });   // 67 % / 67%
     });
     plot.setAttribute("data-state", `${labels[si]},${heads[hi]},${where}`);
   }
