@@ -147,6 +147,7 @@ class Word(str):
     """
 
     english: str
+    _message: tuple[str, dict]
 
     def __new__(cls, msgid: str, /, **fields) -> "Word":
         if isinstance(msgid, Word):

@@ -128,7 +128,7 @@ def paddle_rows(probe: Iterable) -> list[dict[str, str]]:
     >>> paddle_rows(probe_autocast_ops("cpu", "bf16", ops=["linear"]))[0]["as a Paddle list"]
     'white'
     """
-    rows = []
+    rows: list[dict[str, str]] = []
     for r in probe:
         if r.op not in TORCH_TO_PADDLE:
             continue
