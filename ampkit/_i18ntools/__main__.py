@@ -1,8 +1,11 @@
 """``python -m ampkit._i18ntools update [NN... ampkit] | check [PO...] | build [NN...]`` (see the package docstring)."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ampkit._i18ntools.catalogs import PACKAGE_PO, compile_mo, compiled_entries, english_notebooks, notebook_po, update
@@ -18,6 +21,25 @@ def _check(paths: list[str]) -> int:
         print(p)
     print(f"{len(problems)} problems in {len(pos)} catalogs")
     return 1 if problems else 0
+
+
+#: The Python of `make frameworks` (MindSpore + PaddlePaddle): it executes a notebook whose English source's
+#: ``metadata.ampkit.needs`` names a module this Python cannot import (notebook 09).
+FRAMEWORKS_PYTHON = Path(__file__).resolve().parents[2] / ".venv-frameworks" / "bin" / "python"
+
+
+def _missing_needs(english: Path) -> list[str]:
+    needs = json.loads(english.read_text(encoding="utf-8")).get("metadata", {}).get("ampkit", {}).get("needs", [])
+    return [name for name in needs if importlib.util.find_spec(name) is None]
+
+
+def _execute_with(python: Path, path: Path) -> float:
+    """``python -m ampkit._nbtools execute path`` (another environment's kernel); the wall time in seconds."""
+    t0 = time.perf_counter()
+    done = subprocess.run([str(python), "-m", "ampkit._nbtools", "execute", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{python} could not execute it: {(done.stdout + done.stderr)[-400:]}")
+    return time.perf_counter() - t0
 
 
 def _build(args: list[str]) -> int:
@@ -37,8 +59,14 @@ def _build(args: list[str]) -> int:
             print(f"{out.relative_to(OUT_DIR.parent.parent)}: unchanged")
             continue
         out.write_text(json.dumps(new, ensure_ascii=False, indent=1) + "\n")
+        missing = _missing_needs(en)
+        if missing and not FRAMEWORKS_PYTHON.exists():
+            print(f"{out.relative_to(OUT_DIR.parent.parent)}: written, NOT executed: it needs {', '.join(missing)}; "
+                  "run `make frameworks`, then this command again")
+            status = 1
+            continue
         try:
-            seconds = execute(out)
+            seconds = _execute_with(FRAMEWORKS_PYTHON, out) if missing else execute(out)
         except Exception as err:   # a failing cell: say which notebook, go on with the others
             print(f"{out.relative_to(OUT_DIR.parent.parent)}: FAILED: {type(err).__name__}: {str(err)[-400:]}")
             status = 1
