@@ -92,6 +92,18 @@ def test_update_cell_matches_the_kit(seed):
         assert _f(scale) == kit.scale, (i, kw, flags[: i + 1])
 
 
+def test_update_cell_streams_reach_the_floor_with_non_power_of_two_factors():
+    floors = 0
+    for seed in seeds():
+        rng = random.Random(seed)
+        kw = _cell_settings(rng)
+        kit = preset("mindspore", **kw)
+        for overflow in stream(rng, 60):
+            kit.update(overflow)
+            floors += kit.scale == 1.0 and kw["scale_factor"] in (3.0, 1.5, 5.0)
+    assert floors > 0
+
+
 def test_manager_gives_the_update_cell_of_the_kits_defaults():
     """The preset's defaults are the manager's: 2**24, x2, window 2000 (read off the real objects)."""
     m = amp.DynamicLossScaleManager()

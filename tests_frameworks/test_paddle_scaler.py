@@ -97,6 +97,22 @@ def test_grad_scaler_matches_the_kit(seed):
         assert _scale(run.scaler) == kit.scale, (i, kw, flags[: i + 1])
 
 
+def test_the_streams_go_below_one_and_reset_the_overflow_count():
+    """The streams are not too easy: some scales fall below 1 (Paddle has no floor), and some overflow runs
+    shorter than decr_every_n_nan_or_inf end in a clean step (the count a clean step resets)."""
+    below_one = resets = 0
+    for seed in seeds():
+        rng = random.Random(seed)
+        kw = _settings(rng)
+        kit, run = preset("paddle", **kw), 0
+        for overflow in stream(rng, 60):
+            kit.update(overflow)
+            below_one += kit.scale < 1.0
+            resets += not overflow and 0 < run < kw["decr_every_n_nan_or_inf"]
+            run = run + 1 if overflow else 0
+    assert below_one > 0 and resets > 0
+
+
 def test_the_issues_sequence_a_clean_step_resets_the_overflow_count():
     """Issue 33's settings (init 8192, x4 every 3 clean steps, x0.25 every 2 overflows): overflow, clean,
     overflow lowers nothing; two overflows in a row do."""
