@@ -81,7 +81,8 @@ def test_widget_readout_chinese(zh):
     readout, label = _scaler_readout()
     assert CJK.search(label)
     text = re.sub("<[^>]+>", "", readout)
-    assert CJK.search(text) and "33.33%" in text and "33.33 %" not in text and "flushed" not in text and "safe window" not in text
+    assert CJK.search(text) and "33.33%" in text and "33.33 %" not in text   # Chinese: no space before %
+    assert "flushed" not in text and "safe window" not in text
 
 
 def test_doctor_report(monkeypatch, capsys):
