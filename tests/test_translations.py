@@ -5,6 +5,7 @@ cells the same program; the glossary's terms used. The catalogs hold exactly the
 generated notebooks and the compiled catalog are what `make translations` would write.
 """
 import json
+import re
 
 import polib
 import pytest
@@ -20,7 +21,7 @@ from ampkit._i18ntools.catalogs import (
     kept_by_hand,
     notebook_po,
 )
-from ampkit._i18ntools.checks import entry_problems, glossary_terms
+from ampkit._i18ntools.checks import entry_problems, glossary_rows, glossary_terms
 from ampkit._i18ntools.extract import Entry, notebook_entries, package_entries
 from ampkit._i18ntools.generate import same_source, translated_notebook, zh_path
 
@@ -47,6 +48,49 @@ def test_the_glossary_has_the_issue_terms_and_sources():
         assert f"| {zh} |" in text, zh
     assert len(glossary_terms()) >= 25
     assert text.count("mindspore.cn") >= 2 and "paddlepaddle.org.cn" in text
+
+
+# the terms issue #32 decided against the official Chinese documentation (English, Chinese), each checked (✓)
+DECIDED = {"significand": "有效数", "machine epsilon": "机器 ε", "per-tensor scaling": "按张量缩放",
+           "current scaling": "当前缩放", "delayed scaling": "延迟缩放", "block scaling": "按块缩放",
+           "activation checkpointing": "重计算", "skipped step": "跳过更新", "unscale": "反缩放",
+           "widget": "控件", "the kit": "工具包", "backoff factor": "回退因子"}
+
+
+def _glossary_problems(rows):
+    """Each term row has a source; a row that changed an earlier choice ("changed (was …)") cites a page."""
+    problems = []
+    for cells in rows:
+        if len(cells) < 4 or cells[0] in ("English", "") or set(cells[0]) <= set("-:"):
+            continue
+        source = cells[2]
+        if not source:
+            problems.append(f"{cells[0]}: no source")
+        elif source.startswith("changed") and not re.search(r"https://[\w.-]+\.\w+/\S+", source):
+            problems.append(f"{cells[0]}: changed from an earlier choice, but cites no page (https://…)")
+        elif source.startswith("changed") and not re.search(r"\(was [^)]+\)", source):
+            problems.append(f"{cells[0]}: changed, but does not say from what ('changed (was …)')")
+    return problems
+
+
+def test_every_glossary_row_has_a_source_and_each_changed_row_cites_a_page():
+    rows = glossary_rows()
+    assert _glossary_problems(rows) == []
+    changed = [c[0] for c in rows if len(c) > 2 and c[2].startswith("changed")]
+    assert len(changed) >= 6, changed
+    # a planted fault of each kind is caught
+    assert _glossary_problems([["fp16", "半精度", "", ""]]) == ["fp16: no source"]
+    assert "cites no page" in _glossary_problems([["x", "甲", "changed (was 乙): common usage", ""]])[0]
+    assert "from what" in _glossary_problems([["x", "甲", "changed: <https://a.org/b.html> 甲", ""]])[0]
+
+
+def test_the_decided_terms_are_the_glossary_terms_and_are_checked():
+    checked = {en: zh for en, zh, _ in glossary_terms()}
+    for en, zh in DECIDED.items():
+        assert checked.get(en) == zh, (en, checked.get(en), zh)
+    text = (ROOT / "docs" / "glossary.md").read_text()
+    for old in ("| 有效数字 |", "| 机器精度 |", "| 逐张量缩放 |", "| 分块缩放 |", "| 激活检查点 |", "| 跳过的步 |"):
+        assert old not in text, old
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.name)
@@ -111,10 +155,17 @@ def test_each_planted_fault_is_caught():
         assert any("tokens" in p for p in _e(en, broken)), broken
     assert any("glossary" in p for p in _e("Loss scaling keeps gradients.", "损失放大让梯度保留下来。"))
     assert _e("Loss scaling keeps gradients.", "损失缩放让梯度保留下来。") == []
+    # a code block's comments may be translated, its code may not; a MindSpore page may become its Chinese page
+    block = "Run:\n\n```python\nx = f(1)   # the loss\n```\n"
+    assert _e(block, "运行：\n\n```python\nx = f(1)   # 损失\n```\n") == []
+    assert any("tokens" in p for p in _e(block, "运行：\n\n```python\nx = f(2)   # 损失\n```\n"))
+    ms = "See [sinking](https://www.mindspore.cn/docs/en/r2.4.10/model_train/train_process/optimize/sink_mode.html)."
+    assert _e(ms, ms.replace("See [sinking]", "见[下沉模式]").replace("/en/", "/zh-CN/")) == []
+    assert any("tokens" in p for p in _e(ms, "见[下沉模式](https://www.mindspore.cn/docs/zh-CN/r2.4.10/other.html)。"))
     pytest.importorskip("markdown_it")
     bold = "The kit teaches **automatic mixed precision (AMP)** on a CPU."
-    assert any("bold shown as '**'" in p for p in _e(bold, "本工具讲解**自动混合精度（AMP）**的用法。"))
-    assert _e(bold, "本工具讲解**自动混合精度**（AMP）的用法。") == []
+    assert any("bold shown as '**'" in p for p in _e(bold, "本工具包讲解**自动混合精度（AMP）**的用法。"))
+    assert _e(bold, "本工具包讲解**自动混合精度**（AMP）的用法。") == []
 
 
 def test_code_cells_must_stay_the_same_program():
