@@ -79,7 +79,7 @@ def summary_lines(run: LevelRun, ref: LevelRun) -> dict[str, str]:
     mem, mem0 = run.memory.as_dict(), ref.memory.as_dict()
     loss, loss0 = run.history.final_loss(), ref.history.final_loss()
     verdict = (f"<b>{tr('diverged (inf/NaN loss)')}</b>" if run.history.diverged
-               else f"{loss:.4f} (O0: {loss0:.4f})")
+               else tr("{value} (O0: {ref})", value=f"{loss:.4f}", ref=f"{loss0:.4f}"))
     if run.level == "O0":
         speed = tr("<b>{ms:.2f} ms</b> (this is the reference)", ms=run.step_time * 1e3)
     elif run.step_time > 0 and ref.step_time > 0:
@@ -329,7 +329,8 @@ class OLevelPicker(FrontView):
     def still(self) -> W.Widget:
         if self.state is None or self.reference is None:
             return W.HTML(tr("{label} not computed yet: press “run all missing”", label=self.level))
-        return W.VBox([W.HTML(f"O-level: {self.level}, {tr('low dtype')}: {self.low}"),
+        return W.VBox([W.HTML(tr("{name}: {detail}", name=tr("O-level"), detail=self.level) + tr(", ")
+                              + tr("{name}: {detail}", name=tr("low dtype"), detail=self.low)),
                        W.Image(value=_still_png(self.state, self.reference), format="png", width=900),
                        W.HTML(self._still_summary()), W.HTML(self.table_html)])
 
@@ -365,7 +366,7 @@ def _still_png(run: LevelRun, ref: LevelRun) -> bytes:
                color=DTYPE_COLOURS["fp32"], alpha=0.45, label="O0 (fp32)")
     ax_mem.bar([i + 0.2 for i in x], [mem[k] / 1024 for k in MEMORY_FIELDS], width=0.4, color=colour,
                label=run.label)
-    ax_mem.set_xticks(list(x), [m.replace(" ", "\n", 1) for m in _MEMORY_LABELS], fontsize=9)
+    ax_mem.set_xticks(list(x), [tr(m).replace(" ", "\n", 1) for m in _MEMORY_LABELS], fontsize=9)
     ax_mem.set_ylabel("memory (KiB)")
     ax_mem.legend(loc="upper right", fontsize=9)
     ax_mem.set_title(f"memory: {_fmt_bytes(mem['total'])} vs O0 {_fmt_bytes(mem0['total'])}", fontsize=10)
