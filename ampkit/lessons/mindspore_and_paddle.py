@@ -363,11 +363,14 @@ def mindspore_bf16_matmul() -> dict[str, str]:
 
 def run_apart(function: str, timeout: float = 120.0) -> dict:
     """Run this module's ``function`` (no arguments, a JSON-able result) in a fresh Python process (this one's
-    interpreter, in a scratch folder) and return its result."""
+    interpreter, in a scratch folder) and return its result. The process runs the function's source alone (with
+    :func:`first_line`), so it imports the framework and nothing of the kit."""
+    import inspect
+
     if function not in __all__ or not function.startswith("mindspore_bf16"):
         raise ValueError(f"function must be one of mindspore_bf16_matmul; got {function!r}")
-    code = (f"import json, warnings\nwarnings.simplefilter('ignore')\n"
-            f"from ampkit.lessons.mindspore_and_paddle import {function}\nprint('@@' + json.dumps({function}()))")
+    code = "\n".join(["import json, warnings", "warnings.simplefilter('ignore')", inspect.getsource(first_line),
+                      inspect.getsource(globals()[function]), f"print('@@' + json.dumps({function}()))"])
     with tempfile.TemporaryDirectory(prefix="ampkit-09-") as tmp:
         done = subprocess.run([sys.executable, "-c", code], cwd=tmp, capture_output=True, text=True,
                               timeout=timeout, env={**os.environ, "GLOG_minloglevel": "2"})
