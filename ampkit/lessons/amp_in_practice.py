@@ -24,7 +24,7 @@ from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_hea
 from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import NonFiniteEvent, NonFiniteHunter
 from ampkit.dtypes import short_name
-from ampkit.i18n import tr
+from ampkit.i18n import mark, tr
 from ampkit.models import build_model
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.scaling import DynamicLossScaler
@@ -296,6 +296,9 @@ SCENARIOS: dict[str, Callable[[bool], DoctorReport]] = {
     "model.half() + GradScaler": _half_model,
     "adam eps in fp16": _adam_eps,
 }
+#: the scenarios' names are keys (English in every language); where a page shows one it shows tr(name)
+_SCENARIO_WORDS = (mark("fp16 forward overflow"), mark("log of zero"), mark("transient spikes"), mark("scale too low"),
+                   mark("model.half() + GradScaler"), mark("adam eps in fp16"), mark("my model"))
 
 
 def scenario_names() -> list[str]:

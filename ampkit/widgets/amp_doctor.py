@@ -132,11 +132,11 @@ def report_figure(report: DoctorReport):
     state = mark("with the fix") if report.fixed else mark("as reported")
     if ev.get("kind") == "headroom":
         fig = headroom_figure(ev["names"], {ev["dtype"]: ev["bits"]}, None, ev.get("kinds"))
-        fig.axes[0].set_title(f"{report.scenario} ({state}): {ev['dtype']} headroom per module")
+        fig.axes[0].set_title(f"{tr(report.scenario)} ({state}): {ev['dtype']} headroom per module")
         return fig
     if ev.get("kind") == "scales":
         fig = scales_figure({mark("loss scale"): ev})
-        fig.axes[0].set_title(f"{report.scenario} ({state}): loss scale per step")
+        fig.axes[0].set_title(f"{tr(report.scenario)} ({state}): loss scale per step")
         return fig
     fig = new_figure(7.5, 3.4)
     ax = fig.add_subplot()
@@ -145,7 +145,7 @@ def report_figure(report: DoctorReport):
     mark_nonfinite(ax, losses, label="loss")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (cross-entropy, nats)")
-    ax.set_title(f"{report.scenario} ({state}): training loss per step")
+    ax.set_title(f"{tr(report.scenario)} ({state}): training loss per step")
     return fig
 
 
@@ -160,7 +160,7 @@ def report_html(report: DoctorReport) -> str:
     verdict = tr("healthy") if ok else tr("broken")
     applied = tr(" (fix applied)") if report.fixed else ""
     return (f"<div class='ampkit-doctor-report'><b class='ampkit-doctor-verdict' style='color:{colour}'>"
-            f"{html.escape(report.scenario)}: {verdict}{applied}</b><br>"
+            f"{html.escape(tr('{name}: {detail}', name=tr(report.scenario), detail=verdict + applied))}</b><br>"
             f"<span class='ampkit-doctor-diagnosis'><b>{tr('Diagnosis:')}</b> {html.escape(report.diagnosis)}"
             f"</span><br>"
             f"<span class='ampkit-doctor-fix'><b>{tr('Fix:')}</b> {html.escape(report.fix)}</span></div>")
@@ -336,7 +336,9 @@ class AmpDoctor(FrontView):
         return report_html(self.report)
 
     def words(self) -> dict:
-        return {"scenario": tr("scenario"), "broken_run": tr("the broken run"), "fixed_run": tr("the run with the fix"),
+        return {"names": {n: tr(n) for n in scenario_names()},   # the scenarios as the page shows them
+                "named": tr("{name}: {detail}"),
+                "scenario": tr("scenario"), "broken_run": tr("the broken run"), "fixed_run": tr("the run with the fix"),
                 "rerun": tr("Run it again"), "rerun_title": tr("run the selected scenario again in the kernel"),
                 "no_kernel": tr("run the notebook to compute this on your machine"),
                 "computing": tr("computing in the kernel …"),

@@ -161,7 +161,7 @@ def _scaler(page, edition: str) -> None:
             assert shown["bands"][name] == pytest.approx([x, width], abs=1e-6), (name, fmt, k)
         assert (shown["k"], shown["fmt"], shown["dk"]) == (want["k"], want["fmt"], want["dk"])
         for part in ("flushed", "subnormal", "overflow"):
-            assert shown[part].endswith(want[part].rsplit(" ", 2)[-2] + " %"), (part, shown[part], want[part])
+            assert shown[part].endswith(want[part].rsplit(" ", 2)[-2] + "%"), (part, shown[part], want[part])   # 67%
 
     check("float16", 0)
     rng, k = random.Random(3), 0

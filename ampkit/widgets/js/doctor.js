@@ -184,9 +184,10 @@ function lossChart(losses, title, text, look) {
 function render({ model, el }) {
   const look = model.get("look"), text = model.get("text");
   const status = look.colours.status;
+  const shown = (name) => (text.names && text.names[name]) || name;   // a scenario's name as the page shows it
   applyLook(el, look);
   const picker = h("select", { class: "ampkit-doctor-picker", "aria-label": text.scenario },
-                   ...model.get("scenarios").map((s) => h("option", { value: s.name }, s.name)));
+                   ...model.get("scenarios").map((s) => h("option", { value: s.name }, shown(s.name))));
   const runs = [[false, text.broken_run], [true, text.fixed_run]].map(([fixed, label]) =>
     h("button", { type: "button", class: "ampkit-doctor-show", "data-fixed": fixed ? "1" : "0" }, label));
   const again = h("button", { type: "button", class: "ampkit-doctor-rerun", title: text.rerun_title }, text.rerun);
@@ -240,14 +241,15 @@ function render({ model, el }) {
       return;
     }
     if (missing) say("", "", false);
-    const verdict = `${r.scenario}: ${r.healthy ? text.healthy : text.broken}${r.fixed ? text.applied : ""}`;
+    const verdict = fillText(text.named || "{name}: {detail}",
+                             { name: shown(r.scenario), detail: `${r.healthy ? text.healthy : text.broken}${r.fixed ? text.applied : ""}` });
     report.replaceChildren(
       h("b", { class: "ampkit-doctor-verdict", style: { color: r.healthy ? status.good : status.bad } }, verdict),
       h("br"),
       h("span", { class: "ampkit-doctor-diagnosis" }, h("b", {}, text.diagnosis), " ", r.diagnosis), h("br"),
       h("span", { class: "ampkit-doctor-fix" }, h("b", {}, text.fix), " ", r.fix));
     const state = r.fixed ? text.with_fix : text.as_reported;
-    const ev = r.evidence, fields = { scenario: r.scenario, state };
+    const ev = r.evidence, fields = { scenario: shown(r.scenario), state };
     if (ev.kind === "headroom") {
       evidence.replaceChildren(headroomChart(ev, fillText(text.headroom_title, { ...fields, dtype: ev.dtype }), text, look));
     } else if (ev.kind === "scales") {
