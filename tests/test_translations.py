@@ -53,7 +53,7 @@ def test_the_glossary_has_the_issue_terms_and_sources():
 # the terms issue #32 decided against the official Chinese documentation (English, Chinese), each checked (✓)
 DECIDED = {"significand": "有效数", "machine epsilon": "机器 ε", "per-tensor scaling": "按张量缩放",
            "current scaling": "当前缩放", "delayed scaling": "延迟缩放", "block scaling": "按块缩放",
-           "activation checkpointing": "重计算", "skipped step": "跳过更新", "unscale": "反缩放",
+           "activation checkpointing": "重计算", "skipped step": "跳过更新",
            "widget": "控件", "the kit": "工具包", "backoff factor": "回退因子"}
 
 
