@@ -36,15 +36,16 @@ mindspore apex deepspeed keras jax jmp nvidia triton inductor aten cuda cpu gpu 
 autocast gradscaler adam adamw sgd relu gelu softmax linear layernorm rmsnorm batchnorm mlp sdpa gemm matmul
 dtype dtypes fp bf tf float half inf nan nans true false none ok info warn fail eps ulp amax amin log exp sqrt sum
 max min mean std ms µs kib mib gib nats step steps bits bias mant exp
-logits loss eager default static symbolic dynamic notebook tensor core cores hysteresis args amp
+logits loss eager default static symbolic dynamic notebook tensor core cores hysteresis args amp host
 add mul cat stack pow cumsum prod bmm addmm prelu addcmul dot concat
 """.split())
 
 #: English words displayed per notebook, measured on 2026-11-27 after issue 32's engine fixes (zh 01, 02, 03, 05, 07
-#: rebuilt here, 06 and 08 by 32c; 00 and 04 still as built before, so their counts fall when rebuilt). What is left is mostly literal
-#: text in code cells (translated in translations/zh_CN/NN_*.po) and torch's own warnings quoted verbatim. 04 has 2
-#: more for the other branch of a timing-dependent word ("did not yet hold" / "already held"). A notebook not listed
-#: gets DEFAULT_AT_MOST. Lower a number when a page gets more Chinese; never raise one to let English in.
+#: rebuilt here, 06 and 08 by 32c; 00 and 04 still as built before, so their counts fall when rebuilt). What is left
+#: is mostly literal text in code cells (translated in translations/zh_CN/NN_*.po) and torch's own warnings quoted
+#: verbatim. 04 has 2 more for the other branch of a timing-dependent word ("did not yet hold" / "already held").
+#: A notebook not listed gets DEFAULT_AT_MOST. Lower a number when a page gets more Chinese; never raise one to let
+#: English in.
 ENGLISH_AT_MOST = {"00": 9, "01": 7, "02": 39, "03": 61, "04": 77, "05": 44, "06": 14, "07": 41, "08": 32,
                    "09": 239}   # 09 (MindSpore and Paddle) is new and its Chinese edition was first built today
 DEFAULT_AT_MOST = 10
@@ -168,9 +169,17 @@ def _figure_texts(fig) -> list[str]:
 
 
 def kit_figures(lang: str = "zh_CN") -> dict[str, list[str]]:
-    """The text of the kit's own figures drawn in ``lang`` (05's doctor: headroom bars, loss scale per step)."""
+    """The text of the kit's own figures drawn in ``lang``: 05's doctor (headroom bars, loss scale per step), 00's
+    device speed bars, 04's timelines and measured runs. A sink mode's name (``data+graph``) is code: removed."""
+    import torch
+
+    from ampkit.device import DeviceReport, Ratio
     from ampkit.i18n import set_language
+    from ampkit.sinking import ModeMeasurement
+    from ampkit.timeline import GPU_LIKE, SINK_MODES, simulate_all
     from ampkit.widgets.amp_doctor import headroom_figure, scales_figure
+    from ampkit.widgets.sinking import gantt_figure, measured_figure
+    from ampkit.widgets.start import device_speed_figure
 
     set_language(lang)
     try:
@@ -184,9 +193,20 @@ def kit_figures(lang: str = "zh_CN") -> dict[str, list[str]]:
         runs = {"log of zero (persistent)": {"scales": [2.0**16, 2.0**15, 2.0**14], "skipped": [True, True, True]},
                 "outlier batches, GradScaler (transient)": {"scales": [2.0**16] * 3, "skipped": [False, True, False]}}
         scales = scales_figure(runs, "Loss scale per step: a persistent NaN source vs transient spikes")
-        return {"headroom": _figure_texts(head), "scales": _figure_texts(scales)}
+        report = DeviceReport(torch.device("cpu"), "x", (torch.bfloat16, torch.float16),
+                              native={torch.bfloat16: "AMX-BF16"}, probe_size=8,
+                              ratios={torch.bfloat16: Ratio(2.0, 1.5, 2.5, 3),
+                                      torch.float16: Ratio(0.02, 0.01, 0.03, 3)})
+        measured = {"none": ModeMeasurement("none", 2e-4, 16, 16, 0.0, (2e-4, 2.2e-4, 1.9e-4))}
+        figs = {"headroom": head, "scales": scales, "speed": device_speed_figure(report),
+                "timelines": gantt_figure(simulate_all(GPU_LIKE, steps=2)),
+                "measured": measured_figure(measured, {"none": 2.1e-4})}
+        texts = {name: _figure_texts(fig) for name, fig in figs.items()}
     finally:
         set_language(None)
+    for mode in sorted(SINK_MODES, key=len, reverse=True):
+        texts = {name: [t.replace(mode, " ") for t in got] for name, got in texts.items()}
+    return texts
 
 
 def test_kit_figures_draw_no_english_words():
@@ -198,5 +218,5 @@ def test_kit_figures_draw_no_english_words():
     left = {name: [w for t in got for w in english_words(t)] for name, got in texts.items()}
     assert not any(left.values()), f"English words in figures drawn in Chinese: {left}"
     english = {w for got in kit_figures("en").values() for t in got for w in english_words(t)}   # the check bites
-    assert {"activation", "OVERFLOW", "skipped", "persistent"} <= english
+    assert {"activation", "OVERFLOW", "skipped", "persistent", "faster", "native", "loader", "lane"} <= english
     assert any("ReLU" in t and re.search(r"[\u4e00-\u9fff]", t) for t in texts["headroom"])   # "ReLU 激活"

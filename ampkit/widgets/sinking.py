@@ -36,6 +36,7 @@ KIND_LABELS = {"prep": mark("prep (batch)"), "copy": mark("copy to device"), "ha
                "sync": mark("sync (read back)"), "callback": mark("callback")}
 
 #: What an empty lane says (so it reads as "nothing happens here", not as a bug); "" for a lane that is never empty.
+_LANE_WORDS = (mark("loader"), mark("host"), mark("device"))   # timeline.LANES, marked for the catalog
 EMPTY_LANE_NOTES = {"loader": mark("no background loader: the host prepares each batch itself"),
                "host": "", "device": mark("device idle")}
 #: The readout table's header row (one catalog message; the browser-drawn view reads its cells).
@@ -66,7 +67,7 @@ def _legend_handles() -> list[Patch]:
 
 
 def _setup_lanes(ax) -> None:
-    ax.set_yticks(range(len(LANES)), list(LANES))
+    ax.set_yticks(range(len(LANES)), [tr(lane) for lane in LANES])   # the lanes' names in the kit's language
     ax.set_ylim(len(LANES) - 0.5, -0.5)
     ax.set_ylabel("lane")
     ax.grid(axis="x", alpha=0.3)
@@ -183,5 +184,5 @@ def measured_figure(measured: Mapping[str, ModeMeasurement], predicted: Mapping[
         handles.append(Line2D([], [], marker="D", ls="none", mfc="none", mec=STATUS_COLOURS["warn"], mew=2,
                               label="simulator's prediction"))
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
-    ax.set_title(title or "Measured on this machine", fontsize=10)
+    ax.set_title(title or tr("Measured on this machine"), fontsize=10)
     return fig

@@ -118,7 +118,8 @@ def device_speed_figure(rep):
     ax.set_xticks(decades, [_decade_label(d) for d in decades])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_yticks(range(len(dtypes)),
-                  [f"{format_name(dt)}\n({'native' if dt in rep.native else 'not native'} here)" for dt in dtypes])
+                  [tr("{dtype}\n(native here)", dtype=format_name(dt)) if dt in rep.native
+                   else tr("{dtype}\n(not native here)", dtype=format_name(dt)) for dt in dtypes])
     ax.set_ylim(-0.6, len(dtypes) - 0.4)
     ax.set_xlabel("float32 time / dtype time (log scale; right of the dashed line = faster than float32)")
     n = rep.probe_size
@@ -131,5 +132,5 @@ def device_speed_figure(rep):
 def _decade_label(x: float) -> str:
     """Tick label of a speed ratio: ``1`` -> ``"same"``, ``10`` -> ``"10x faster"``, ``0.01`` -> ``"100x slower"``."""
     if x == 1:
-        return "same as fp32"
-    return f"{x:g}x faster" if x > 1 else f"{1 / x:g}x slower"
+        return tr("same as fp32")
+    return tr("{x}x faster", x=f"{x:g}") if x > 1 else tr("{x}x slower", x=f"{1 / x:g}")
