@@ -103,7 +103,7 @@ _SRC = {
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("torch", "PyTorch torch.amp.GradScaler", TorchGradScalerRule, _SRC["torch"], "init_scale",
            notes=mark("skips inf/NaN steps; no floor; CPU since torch 2.3")),
-    Preset("apex", "NVIDIA Apex amp (deprecated)", ApexDynamicRule, _SRC["apex"], "init_scale",
+    Preset("apex", mark("NVIDIA Apex amp (deprecated)"), ApexDynamicRule, _SRC["apex"], "init_scale",
            notes=mark("min_loss_scale optional (None by default)")),
     Preset("paddle", "Paddle GradScaler", PaddleGradScalerRule, _SRC["paddle"], "init_loss_scaling",
            notes=mark("decr_every_n_nan_or_inf counts overflows in a row; minimize() = step + update")),
@@ -120,17 +120,17 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("mindspore-fixed-apply", "MindSpore FixedLossScaleManager(drop_overflow_update=False)",
            MindSporeFixedRule, _SRC["mindspore"], "loss_scale", {"drop_overflow_update": False},
            notes=mark("overflowing steps APPLIED: inf/NaN reach the weights")),
-    Preset("mindspore-amp", "MindSpore amp.DynamicLossScaler (functional)", MindSporeFunctionalRule,
+    Preset("mindspore-amp", mark("MindSpore amp.DynamicLossScaler (functional)"), MindSporeFunctionalRule,
            _SRC["mindspore-amp"], "scale_value", {"scale_value": 2.0**16, "scale_factor": 2, "scale_window": 50},
            notes=mark("no defaults: the tutorial's values; the skip is the user's all_finite")),
     Preset("keras", "Keras 3 LossScaleOptimizer", KerasLossScaleRule, _SRC["keras"], "initial_scale",
            notes=mark("no floor in Keras 3")),
     Preset("tf-keras2", "tf.keras 2 LossScaleOptimizer", TFKeras2LossScaleRule, _SRC["tf-keras2"],
            "initial_scale", notes=mark("floor 1 (Keras 3 dropped it)")),
-    Preset("jmp", "jmp DynamicLossScale (JAX, op by op)", JmpDynamicRule, _SRC["jmp"], "loss_scale",
+    Preset("jmp", mark("jmp DynamicLossScale (JAX, op by op)"), JmpDynamicRule, _SRC["jmp"], "loss_scale",
            {"loss_scale": 2.0**15}, notes=mark("no default scale: its docstring's 2^15; immutable adjust(); "
                                                "the skip is the user's select_tree; scale / factor in float32")),
-    Preset("jmp-jit", "jmp DynamicLossScale (JAX, under jax.jit)", JmpJitDynamicRule, _SRC["jmp-jit"],
+    Preset("jmp-jit", mark("jmp DynamicLossScale (JAX, under jax.jit)"), JmpJitDynamicRule, _SRC["jmp-jit"],
            "loss_scale", {"loss_scale": 2.0**15},
            notes=mark("scale x float32(1/factor); min_loss_scale lost in the jit round trip: floor 1")),
     Preset("deepspeed", "DeepSpeed fp16", DeepSpeedDynamicRule, _SRC["deepspeed"], "initial_scale_power",
@@ -318,7 +318,7 @@ def defaults_table(names: list[str] | None = None) -> list[dict[str, str]]:
                     Word("{n} overflows in a row", n=d.backoff_after)
                     if d.hysteresis_refill == "every clean step" else
                     Word("{n}, refilled only on growth", n=d.backoff_after))
-        rows.append({"preset": name, "system": p.framework, "initial scale": _pow2(d.init), "growth": growth,
+        rows.append({"preset": name, "system": tr(p.framework), "initial scale": _pow2(d.init), "growth": growth,
                      "backoff": backoff, "floor / ceiling": bounds, "hysteresis": hyst,
                      "overflow step": Word("skipped") if d.skips else Word("APPLIED"), "notes": Word(p.notes)})
     return rows

@@ -142,7 +142,7 @@ def preset_readout_html(replays: dict[str, RuleReplay]) -> str:
                    "overflow APPLIED <span class='ampkit-preset-applied'>{applied}</span>",
                    s=final if final in ("0", "inf") else f"2<sup>{final}</sup>", skipped=r.skipped,
                    applied=r.applied_overflow)
-        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({PRESETS[name].framework}): "
+        lines.append(f"<span style='color:{colour}'>■</span> <b>{name}</b> ({tr(PRESETS[name].framework)}): "
                      f"{facts}{stop}")
     return "<div class='ampkit-preset-readout'>" + "<br>".join(lines) + "</div>"
 
@@ -271,7 +271,7 @@ class ScalerReplay(FrontView):
         super().__init__(fmt=fmt, fmt_key=short_name(fmt), steps=len(self.grad_max), ceiling=ceiling, lines=list(pool),
                          axes=axes, preset_index=preset_index, origin=list(origin),
                          grid={n: " ".join(map(repr, v)) for n, v in GRID.items()},
-                         preset_info=[{"name": n, "framework": p.framework, "colour": PRESET_STYLES[n][0],
+                         preset_info=[{"name": n, "framework": tr(p.framework), "colour": PRESET_STYLES[n][0],
                                        "marker": PRESET_STYLES[n][1], "dash": PRESET_STYLES[n][2]}
                                       for n, p in PRESETS.items()],
                          setting=list(origin), shown=list(presets), at_init=bool(presets_start_at_init))
