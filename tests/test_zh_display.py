@@ -36,7 +36,7 @@ mindspore apex deepspeed keras jax jmp nvidia triton inductor aten cuda cpu gpu 
 autocast gradscaler adam adamw sgd relu gelu softmax linear layernorm rmsnorm batchnorm mlp sdpa gemm matmul
 dtype dtypes fp bf tf float half inf nan nans true false none ok info warn fail eps ulp amax amin log exp sqrt sum
 max min mean std ms µs kib mib gib nats step steps bits bias mant exp
-logits loss eager default static symbolic dynamic notebook tensor core cores hysteresis args amp host
+logits loss eager default static symbolic dynamic notebook tensor core cores hysteresis args amp host margin
 add mul cat stack pow cumsum prod bmm addmm prelu addcmul dot concat
 """.split())
 
@@ -218,3 +218,49 @@ def test_kit_figures_draw_no_english_words():
     english = {w for got in kit_figures("en").values() for t in got for w in english_words(t)}   # the check bites
     assert {"activation", "OVERFLOW", "skipped", "persistent", "faster", "native", "loader", "lane"} <= english
     assert any("ReLU" in t and re.search(r"[\u4e00-\u9fff]", t) for t in texts["headroom"])   # "ReLU 激活"
+
+
+def view_labels(lang: str = "zh_CN") -> dict[str, list[str]]:
+    """The words (labels, readout templates, tooltips) every view of ampkit.widgets that needs no data sends to the
+    page, in ``lang``, with markup and ``{fields}`` removed."""
+    import inspect
+
+    import ampkit.widgets as widgets
+    from ampkit.i18n import set_language
+    from ampkit.widgets.front import FrontView
+
+    def strings(x):
+        if isinstance(x, str):
+            yield re.sub(r"\{[^{}]*\}", " ", re.sub(r"<[^>]+>", " ", x))
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from strings(v)
+        elif isinstance(x, (list, tuple)):
+            if len(x) == 2 and all(isinstance(v, str) for v in x) and re.fullmatch(r"[a-z_]+", x[0]):
+                x = x[1:]                                  # a [key, label] pair (a legend's entry): the key is code
+            for v in x:
+                yield from strings(v)
+
+    out = {}
+    set_language(lang)
+    try:
+        for name in sorted(dir(widgets)):
+            cls = getattr(widgets, name)
+            if not (inspect.isclass(cls) and issubclass(cls, FrontView) and cls is not FrontView):
+                continue
+            needs = [p for p in inspect.signature(cls).parameters.values()
+                     if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if not needs:                                  # ScalerReplay and VisualLossScaler need recorded data
+                out[name] = list(strings(cls().words()))
+    finally:
+        set_language(None)
+    return out
+
+
+def test_view_labels_have_no_english_words():
+    labels = view_labels()
+    assert len(labels) >= 8, sorted(labels)
+    left = {name: [w for t in texts for w in english_words(t)] for name, texts in labels.items()}
+    assert not any(left.values()), f"English words in the views' labels: { {k: v for k, v in left.items() if v} }"
+    english = {w for texts in view_labels("en").values() for t in texts for w in english_words(t)}   # the check bites
+    assert {"scale", "scenario", "broken"} <= english
