@@ -3,8 +3,9 @@
 A notebook gives one entry per markdown cell and one per code cell with prose in it (a comment, or a string with
 words in it), keyed by the cell's id (``msgctxt``) and its English text (``msgid``); plus one ``figure`` entry per
 text a figure call shows (``ax.set_title("...")``, ``label="..."``), which stays English in the code and is
-translated when the figure is drawn. The package gives one entry per ``tr("...")`` and ``mark("...")`` and one
-``figure`` entry per figure call's text. An f-string's fields become ``{}`` (a template).
+translated when the figure is drawn. The package gives one entry per ``tr("...")``, ``mark("...")`` and
+``Word("...")`` (a data word shown translated, :class:`ampkit.i18n.Word`) and one ``figure`` entry per figure
+call's text. An f-string's fields become ``{}`` (a template).
 """
 from __future__ import annotations
 
