@@ -119,7 +119,7 @@ def test_chinese_guide_teaches_the_chinese_commands():
 
 
 #: the views' labels the Chinese guide quotes (in *...* or **...**): each is what the Chinese view shows, a label of
-#: ampkit/locale/zh_CN/LC_MESSAGES/ampkit.po (the start of one: "1×128 小块" of "1×128 分块，fp32 缩放系数")
+#: ampkit/locale/zh_CN/LC_MESSAGES/ampkit.po (the start of one: "1×128 小块" of "1×128 小块，fp32 缩放因子")
 QUOTED_LABELS = ["增长间隔", "预设", "应用修复后的运行", "1/√d 作用在 q 上", "历史长度", "方案", "OCP 向下取整",
                  "TE 向上取整", "低精度 dtype", "启动", "算子时间", "模式", "1×128 小块"]
 
