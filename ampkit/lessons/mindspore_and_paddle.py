@@ -38,6 +38,8 @@ import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 
+from ampkit.i18n import Word, tr
+
 __all__ = ["FRAMEWORKS", "missing_frameworks", "start_frameworks", "first_line", "cell_rows", "rewritten_casts",
            "mindspore_lists", "paddle_lists", "list_differences", "parse_flags_text", "mindspore_scales",
            "torch_scales", "paddle_scales", "kit_scales", "captured_mindspore_log", "pir_op_rows", "run_apart",
@@ -69,8 +71,9 @@ def start_frameworks() -> dict[str, str]:
     """
     missing = missing_frameworks()
     if missing:
-        raise ImportError(f"notebook 09 needs {', '.join(missing)} in this Python: run `make frameworks` and choose "
-                          "the kernel 'ampkit + MindSpore + PaddlePaddle' (or run .venv-frameworks/bin/python)")
+        raise ImportError(tr("notebook 09 needs {missing} in this Python: run `make frameworks` and choose the "
+                             "kernel 'ampkit + MindSpore + PaddlePaddle' (or run .venv-frameworks/bin/python)",
+                             missing=", ".join(missing)))
     if "paddle" in sys.modules and "mindspore" not in sys.modules:
         raise RuntimeError("paddle is already imported and mindspore is not: in one process import mindspore "
                            "first (the other order fails with 'undefined symbol'); restart the kernel")
@@ -157,9 +160,10 @@ def cell_rows(net) -> list[dict[str, str]]:
     for name, cell in net.cells_and_names():
         kind = cell.get_mixed_precision_type()
         params = sorted({str(p.dtype) for p in cell.get_parameters(expand=False)})
-        rows.append({"cell": name or "(network)", "type": type(cell).__name__,
+        # shown as a table: headers and words in the kit's language, still equal to their English (Words)
+        rows.append({Word("cell"): name or Word("(network)"), Word("type"): type(cell).__name__,
                      "to_float": _PRECISION.get(getattr(kind, "name", ""), "-"),
-                     "own parameters": ", ".join(params) or "-"})
+                     Word("own parameters"): ", ".join(params) or "-"})
     return rows
 
 
@@ -341,7 +345,7 @@ def pir_op_rows(program) -> list[dict[str, str]]:
     def short(values):
         return ", ".join(str(v.dtype).replace("paddle.", "") for v in values)
 
-    return [{"op": op.name(), "inputs": short(op.operands_source()), "outputs": short(op.results())}
+    return [{Word("op"): op.name(), Word("inputs"): short(op.operands_source()), Word("outputs"): short(op.results())}
             for op in program.global_block().ops if not op.name().startswith(("builtin.", "pd_op.data"))]
 
 
