@@ -210,8 +210,11 @@ def test_an_amax_of_zero_inf_or_nan_is_marked(lab):
 
     source = (f"from ampkit.widgets import AmaxHistoryExplorer\n\n{inspect.getsource(odd_recording)}\n\n"
               "AmaxHistoryExplorer(odd_recording(), history_len=2)")
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]),
-                   lab.server.root / "odd_amax.ipynb")
+    # the kernel named: with a second kernel installed (make frameworks' "ampkit + MindSpore + PaddlePaddle"),
+    # JupyterLab asks which kernel a notebook without one should start, and the test would wait on that dialog
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.server.root / "odd_amax.ipynb")
     page = lab.open_and_run("odd_amax.ipynb")
     rec = odd_recording()
     page.locator(PLOT).first.scroll_into_view_if_needed()
