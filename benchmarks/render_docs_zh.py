@@ -165,19 +165,8 @@ def _dist(d: dict | None) -> str:
     return " / ".join(_num(d.get(q), 1) for q in ("median", "p90", "max"))
 
 
-def storm_goal(doc: dict, learners: int = 30) -> tuple[bool | None, int, float | None]:
-    """(met, failed logins + spawns + kernels, median slider ms) at K = ``learners``, as render_storm.goal_text
-    decides it; ``met`` is None when that K did not run."""
-    run = next((r for r in doc["runs"] if r["k"] == learners), None)
-    if run is None:
-        return None, 0, None
-    failed = sum(run.get(f"failed_{s}s", 0) for s in ("login", "spawn", "kernel"))
-    median = (run.get("update_ms") or {}).get("median")
-    met = failed == 0 and median is not None and median <= doc.get("limit_ms", 200.0) and not run["errors"]
-    return met, failed, median
-
-
-def storm_table(doc: dict, learners: int = 30) -> str:
+def storm_table(doc: dict, storm_goal, learners: int = 30) -> str:
+    """The login storm's table and verdict; ``storm_goal``: render_docs.storm_goal (the one rule)."""
     rows = ["| K | 开始时的负载均值 | 登录 / 启动服务器 / 内核 / 滑块失败数 | 重试的 429 | "
             "从登录到服务器就绪，中位数 / p90 / 最大值（s） | 到第一个控件出现，中位数 / p90 / 最大值（s） | "
             "notebook 03 的 Run All，中位数 / 最大值（s） | 滑块更新，中位数 / p90（ms） | "
@@ -212,7 +201,8 @@ def storm_table(doc: dict, learners: int = 30) -> str:
             f"（1 分钟）反映当时机器上的其他工作。{goal}\n\n" + measured_line(doc))
 
 
-def region_bodies(results: dict, half: list, full: list, start_min: int, sources: dict) -> dict[str, str]:
+def region_bodies(results: dict, half: list, full: list, start_min: int, sources: dict,
+                  storm_goal=None) -> dict[str, str]:
     """Region name -> Chinese body for docs/instructor-guide.zh-CN.md. ``results``: render_docs.load_results
     (with ``storm``: hub_storm.json or None); ``sources``: render_docs.SOURCES (how to measure what is missing)."""
     nb, off, hub, storm = results["notebooks"], results["offline"], results["hub"], results.get("storm")
@@ -226,5 +216,5 @@ def region_bodies(results: dict, half: list, full: list, start_min: int, sources
             "agenda-full": agenda_table(full, nb, start_min, gap("notebooks")),
             "offline": offline_table(off) if off else gap("offline"),
             "hub": hub_table(hub) if hub else gap("hub"),
-            "storm": storm_table(storm) if storm else missing("python benchmarks/bench_storm.py --k 10,20,30",
-                                                               "hub_storm.json")}
+            "storm": (storm_table(storm, storm_goal) if storm else
+                      missing("python benchmarks/bench_storm.py --k 10,20,30", "hub_storm.json"))}

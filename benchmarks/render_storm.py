@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))  # the load test's statistics, shared with the tests (tests/roomtools/)
-from render_docs import measured_line, replace_region  # noqa: E402
+from render_docs import measured_line, replace_region, storm_goal  # noqa: E402
 from roomtools import loadtest, storm  # noqa: E402
 
 JSON = ROOT / "benchmarks" / "results" / "hub_storm.json"
@@ -61,13 +61,10 @@ def _why(r: dict) -> str:
 def goal_text(doc: dict, learners: int = ROOM) -> str:
     """Whether the storm at K = ``learners`` met the goal: no failed login, spawn or kernel, and a median slider
     update of at most the limit (200 ms)."""
-    run = next((r for r in doc["runs"] if r["k"] == learners), None)
+    met, failed, median = storm_goal(doc, learners)
     limit = doc.get("limit_ms", 200.0)
-    if run is None:
+    if met is None:
         return f"The storm did not run K = {learners}: the goal for a room of {learners} is not measured."
-    failed = sum(run.get(f"failed_{s}s", 0) for s in ("login", "spawn", "kernel"))
-    median = (run.get("update_ms") or {}).get("median")
-    met = failed == 0 and median is not None and median <= limit and not run["errors"]
     return (f"The goal for a room of {learners} on this machine (no failed login or kernel, a median slider update of"
             f" at most {limit:.0f} ms): **{'met' if met else 'not met'}** — {failed} failed logins, spawns or "
             f"kernels, median slider update {_n(median, 0)} ms.")
