@@ -40,9 +40,9 @@ LOOP_ALLOWED: dict[tuple[str, str], str] = {
                                                  "what Adam's state holds in a format",
     ("ampkit.scaling.gradients", "capture_gradients"): "one backward, no step: the gradients are the result",
     ("ampkit.lessons.mindspore_and_paddle", "torch_scales"): "the real torch GradScaler driven through a given "
-                                                             "overflow stream (notebook 09): its scales are the result",
+                                                             "overflow stream (notebook 09): the scales are the result",
     ("ampkit.lessons.mindspore_and_paddle", "paddle_scales"): "the real Paddle GradScaler driven through a given "
-                                                              "overflow stream (notebook 09): its scales are the result",
+                                                              "overflow stream (notebook 09): scales are the result",
     ("ampkit.diagnose.headroom", "measure_headroom"): "the doctor's measurement: backward passes to read each "
                                                       "layer's activations and gradients, no optimizer step",
     ("ampkit.diagnose.distributed", "_worker"): "one rank, in its own process, of a data-parallel replay: the "
