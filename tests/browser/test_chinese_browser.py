@@ -85,6 +85,7 @@ def _english_left(text: str) -> list[str]:
     for name in SCENARIOS:                                # the doctor's scenarios are named as the code names them
         text = text.replace(name, "")
     text = re.sub(r"\b\w+\([^()]*\)", "", text)      # a formula's name, as code writes it: log2(scale)
+    text = re.sub(r"\b(Host|Device) ?侧", "", text)     # the glossary's terms, as MindSpore's Chinese docs write them
     words = re.findall(r"[A-Za-z][\w-]*", text)         # a hyphenated or snake_case word is a name: mindspore-fixed
     return sorted({w for w in words if "-" not in w and "_" not in w and w.lower() in _ENGLISH_WORDS})
 
@@ -92,3 +93,4 @@ def _english_left(text: str) -> list[str]:
 def test_the_english_check_finds_english():
     assert _english_left("scale 2**4 · flushed to zero 3 % · mindspore-fixed") == ["flushed", "scale"]
     assert _english_left("bf16 O2 下溢为零 3 % · fp16 最大值 65504 · amax · µs · log2(scale)") == []
+    assert _english_left("加载器 · Host 侧 · 设备") == [] and _english_left("host · 设备") == ["host"]
