@@ -122,3 +122,13 @@ def test_a_forked_workers_error_reaches_its_log_under_a_kernels_streams(monkeypa
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     with pytest.raises(RuntimeError, match="(?s)rank . failed.*boom from the worker"):
         run_data_parallel(start="fork", timeout=20)
+
+
+def test_a_rank_stopped_before_its_log_exists_still_gets_the_timeout_message(tmp_path):
+    """A forked rank stopped by a very short timeout may not have opened its log: the TimeoutError still says
+    what happened (it once raised FileNotFoundError instead, in a fresh clone with two test workers)."""
+    from ampkit.diagnose.distributed import _tail
+
+    assert _tail(tmp_path / "rank0.log", 1000) == "(no output: the rank had not opened its log yet)"
+    (tmp_path / "rank0.log").write_text("x" * 50 + "last words")
+    assert _tail(tmp_path / "rank0.log", 10) == "last words"

@@ -123,6 +123,11 @@ def _forked_main(cfg: dict, log: str) -> None:
     os._exit(0)
 
 
+def _tail(log: Path, n: int) -> str:
+    """The last ``n`` characters of a rank's log; a forked rank stopped before it opened its log has none yet."""
+    return log.read_text()[-n:] if log.exists() else "(no output: the rank had not opened its log yet)"
+
+
 def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", world_size: int = 2,
                       poison_rank: int | None = 0, poison_step: int = 1, port: int | None = None,
                       timeout: float = 60.0, start: str | None = None, python: str | None = None
@@ -196,10 +201,10 @@ def run_data_parallel(steps: int = 3, mode: str = "ddp", scaler: str = "torch", 
                 if failed:
                     r = failed[0]
                     raise RuntimeError(f"rank {r} failed (exit code {procs[r].returncode}); its output:\n"
-                                       + logs[r].read_text()[-2000:])
+                                       + _tail(logs[r], 2000))
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"the {world_size} ranks did not finish within {timeout:g} s; all were "
-                                       f"stopped. Last output of rank 0:\n" + logs[0].read_text()[-1000:])
+                                       f"stopped. Last output of rank 0:\n" + _tail(logs[0], 1000))
                 time.sleep(0.02)
             return [RankResult(**json.loads(o.read_text())) for o in outs]
         finally:
