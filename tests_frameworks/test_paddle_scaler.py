@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 
 paddle = pytest.importorskip("paddle")
-import paddle.amp.grad_scaler as grad_scaler  # noqa: E402
 from streams import seeds, stream  # noqa: E402
 
 from ampkit.scaling.presets import PRESETS, preset  # noqa: E402
@@ -40,12 +39,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim
 
 def enabled_grad_scaler(**kwargs) -> paddle.amp.GradScaler:
     """A real ``paddle.amp.GradScaler(**kwargs)`` with its CPU check bypassed (the private internal above)."""
-    original = grad_scaler.in_dynamic_mode
-    grad_scaler.in_dynamic_mode = lambda: False
-    try:
-        scaler = paddle.amp.GradScaler(**kwargs)
-    finally:
-        grad_scaler.in_dynamic_mode = original
+    from ampkit.lessons.mindspore_and_paddle import _grad_scaler_on_cpu
+
+    scaler = _grad_scaler_on_cpu(**kwargs)
     assert scaler.is_enable() and scaler.is_use_dynamic_loss_scaling()
     return scaler
 

@@ -269,6 +269,21 @@ def torch_scales(flags: str, **kwargs) -> list[float]:
     return out
 
 
+def _grad_scaler_on_cpu(**kwargs):
+    """A real ``paddle.amp.GradScaler(**kwargs)`` that runs on a CPU: Paddle's **internal**
+    ``paddle.amp.grad_scaler.in_dynamic_mode`` answers False while it is built, so its device check is skipped
+    (the one home of that bypass: :func:`paddle_scales` and tests_frameworks/test_paddle_scaler.py use it)."""
+    import paddle
+    from paddle.amp import grad_scaler
+
+    real = grad_scaler.in_dynamic_mode
+    grad_scaler.in_dynamic_mode = lambda: False
+    try:
+        return paddle.amp.GradScaler(**kwargs)
+    finally:
+        grad_scaler.in_dynamic_mode = real
+
+
 def paddle_scales(flags: str, **kwargs) -> list[float]:
     """The scale of a real ``paddle.amp.GradScaler(**kwargs)`` after each step of ``flags`` (forward and
     ``scale`` under ``auto_cast(dtype='float16')``, then ``backward``, ``step``, ``update``).
@@ -279,14 +294,8 @@ def paddle_scales(flags: str, **kwargs) -> list[float]:
     ``state_dict()["scale"]``. ``scale``'s own check (the AMP dtype must be float16) is met by the ``auto_cast``
     block, which sets that dtype even where it changes no op. Paddle prints a line at each decrease; it is kept."""
     import paddle
-    from paddle.amp import grad_scaler
 
-    real = grad_scaler.in_dynamic_mode
-    grad_scaler.in_dynamic_mode = lambda: False
-    try:
-        scaler = paddle.amp.GradScaler(**kwargs)
-    finally:
-        grad_scaler.in_dynamic_mode = real
+    scaler = _grad_scaler_on_cpu(**kwargs)
     w = paddle.create_parameter([2], "float32")
     opt = paddle.optimizer.SGD(learning_rate=0.0, parameters=[w])
     out = []
