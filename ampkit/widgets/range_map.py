@@ -173,9 +173,18 @@ class RangeMap(FrontView):
                 x = math.log2(abs(v)) if math.isfinite(v) else math.inf
                 self.marker_x = x
                 self.marker_pos = min(max(x, self.lo), self.hi)
-                where = "" if self.lo <= x <= self.hi else tr(" (off the axis)")
-                self.label_text = f"|x| = {abs(v):.4g} = 2^{x:.2f}{where}" if math.isfinite(x) else "|x| = inf"
+                self.label_text = self.marker_label(v, x)
         self.marker = "" if value is None else repr(float(value))
+
+    def marker_label(self, value: float, x: float) -> str:
+        """The marker's label for a finite nonzero ``value`` whose log2|value| is ``x``.
+
+        The page computes ``x`` with its own ``Math.log2`` (V8's), this module with Python's (the C library's): neither
+        is correctly rounded, so the two can differ by an ulp, and ``2^{x:.2f}`` by 0.01 where x sits on a ``.xx5``
+        tie. The label is therefore a rule of (value, x), and the browser test checks the page's label for the page's
+        own x (and that x within an ulp of this module's)."""
+        where = "" if self.lo <= x <= self.hi else tr(" (off the axis)")
+        return f"|x| = {abs(value):.4g} = 2^{x:.2f}{where}" if math.isfinite(x) else "|x| = inf"
 
     def set_scale(self, scale: float) -> None:
         """Multiply the histogram's values by ``scale`` (a power of two shifts it right by log2(scale))."""
