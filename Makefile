@@ -36,10 +36,11 @@ LAB_ROOT ?= notebooks$(if $(ZH),/$(KIT_LANG))
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_ARGS ?=
 # `make test` runs pytest on TEST_WORKERS processes (pytest-xdist; 2: one a core of a 2-core machine), each test file
-# whole on one worker (--dist loadfile: a notebook's cells in order in one kernel, a module's JupyterLab shared);
-# TEST_WORKERS=1: one process, in order
+# whole on one worker (--dist loadfile: a notebook's cells in order in one kernel, a module's JupyterLab shared),
+# the files handed out slowest first as tests/slowest_first.txt lists them (conftest.py; --no-loadscope-reorder keeps
+# that order instead of xdist's most-tests-first), so both workers finish together; TEST_WORKERS=1: one process
 TEST_WORKERS ?= 2
-XDIST = $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+XDIST = $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 .DEFAULT_GOAL := help
 

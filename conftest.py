@@ -65,10 +65,37 @@ def _missing_needs(path: Path, _seen: dict = {}) -> list[str]:  # noqa: B006 (a 
     return _seen[path]
 
 
+def slowest_first(items: list, order_file: Path = ROOT / "tests" / "slowest_first.txt") -> list:
+    """``items`` with whole files moved into the order ``tests/slowest_first.txt`` lists (the slowest file of a
+    measured `make test` first: benchmarks/bench_make_test.py --order writes it); files it does not list keep their
+    collection order after those, and a file's own tests keep theirs. `make test` runs two pytest-xdist workers with
+    ``--dist loadfile --no-loadscope-reorder``: each worker takes the next whole file from this order when it is
+    free, so the long files start first and the two workers finish close together instead of one running the
+    longest notebook alone at the end."""
+    try:
+        listed = [ln.strip() for ln in order_file.read_text(encoding="utf-8").splitlines()
+                  if ln.strip() and not ln.startswith("#")]
+    except OSError:
+        return items
+    rank = {name: i for i, name in enumerate(listed)}
+    first_seen: dict[str, int] = {}
+    for item in items:
+        first_seen.setdefault(item.nodeid.split("::")[0], len(first_seen))
+
+    def key(item) -> tuple[int, int]:
+        name = item.nodeid.split("::")[0]
+        return (rank.get(name, len(rank)), first_seen[name])
+
+    return sorted(items, key=key)   # stable: a file's tests stay in their order
+
+
 def pytest_collection_modifyitems(config, items):
-    """A notebook that needs what this environment lacks is skipped, cell by cell, with the reason (its kernel is
-    never started): the main `make test` skips notebook 09 in both editions; `make test-frameworks` runs it."""
+    """Files are ordered slowest first (:func:`slowest_first`). A notebook that needs what this environment lacks is
+    skipped, cell by cell, with the reason (its kernel is never started): the main `make test` skips notebook 09 in
+    both editions; `make test-frameworks` runs it."""
     import pytest
+
+    items[:] = slowest_first(items)
 
     for item in items:
         path = Path(str(getattr(item, "path", "")))
