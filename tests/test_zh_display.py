@@ -7,6 +7,9 @@
   test was written (``ENGLISH_AT_MOST``); a failure lists the words, so a new English table or message is seen.
 - The figure text the kit's own figure functions draw in Chinese (the doctor's headroom bars, the loss-scale plot)
   has no English word outside the allow-list.
+- No line of a Chinese Markdown cell ends and the next begins with a Chinese character inside one paragraph
+  (issue 39: a browser shows that line break as a space, "来自 MindSpore 的 文档"); checked on the stored notebooks,
+  by the generator's rule and by CommonMark's own parse (markdown-it's soft breaks).
 
 Each check is shown to fail on a small fake of the bug it guards.
 """
@@ -265,3 +268,47 @@ def test_view_labels_have_no_english_words():
     assert not any(left.values()), f"English words in the views' labels: { {k: v for k, v in left.items() if v} }"
     english = {w for texts in view_labels("en").values() for t in texts for w in english_words(t)}   # the check bites
     assert {"scale", "scenario", "broken"} <= english
+
+
+_WIDE = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef\u2014\u2026\u201c\u201d\u2018\u2019]")
+
+
+def soft_breaks_between_chinese(markdown: str) -> list[str]:
+    """The soft line breaks CommonMark finds in ``markdown`` between two Chinese characters (emphasis marks and
+    inline HTML aside), each as ``"字⏎字"``; what a browser shows as a stray space."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type != "inline":
+            continue
+        flat = "".join("\0" if c.type == "softbreak" else c.content if c.type in ("text", "code_inline") else ""
+                       for c in token.children or [])
+        found += [f"{m.group(1)}⏎{m.group(2)}" for m in re.finditer(r"(.)\0(.)", flat)
+                  if _WIDE.match(m.group(1)) and _WIDE.match(m.group(2))]
+    return found
+
+
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_no_line_break_between_chinese_characters(path):
+    from ampkit._i18ntools.generate import cjk_line_breaks
+
+    cells = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "markdown"]
+    found = [b for text in cells for b in cjk_line_breaks(text)]
+    assert not found, f"{path.name}: line breaks between Chinese characters (shown as a space): {found[:5]}"
+    pytest.importorskip("markdown_it")
+    found = [b for text in cells for b in soft_breaks_between_chinese(text)]
+    assert not found, f"{path.name}: CommonMark soft breaks between Chinese characters: {found[:5]}"
+
+
+def test_the_line_break_checks_fail_on_a_wrapped_paragraph():
+    from ampkit._i18ntools.generate import cjk_line_breaks, join_cjk_lines
+
+    wrapped = "来自 MindSpore 的\n文档。\n\n- 列表，**加粗**\n  续行\n\n```\n# 代码\n# 注释\n```\n## 标题\n正文"
+    assert cjk_line_breaks(wrapped) == [" MindSpore 的⏎文档。", "- 列表，**加粗**⏎  续行"]
+    assert join_cjk_lines(wrapped).startswith("来自 MindSpore 的文档。\n\n- 列表，**加粗**续行\n\n```\n# 代码\n# 注释")
+    assert cjk_line_breaks(join_cjk_lines(wrapped)) == []
+    pytest.importorskip("markdown_it")
+    assert soft_breaks_between_chinese(wrapped) == ["的⏎文", "粗⏎续"]
+    assert soft_breaks_between_chinese(join_cjk_lines(wrapped)) == []
