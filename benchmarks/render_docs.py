@@ -401,6 +401,8 @@ def render(root: Path = ROOT, results_dir: Path = RESULTS) -> dict[Path, tuple[s
         new = old
         for name, body in bodies.items():
             new = replace_region(new, name, body, yaml_style=path.suffix in (".yaml", ".yml"))
+        if rel == GUIDE_ZH:   # the names it quotes from the Chinese pages (render_docs_zh.fill_names)
+            new = _zh().fill_names(new, Path(root))
         out[path] = (old, new)
     return out
 

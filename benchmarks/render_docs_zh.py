@@ -7,6 +7,10 @@ guide's: ``notebooks``, ``agenda-half``, ``agenda-full``, ``offline``, ``hub`` a
 benchmarks/results/hub_storm.json; the English ``storm`` region is benchmarks/render_storm.py's). The agendas' plans
 (minutes, blocks) are render_docs.HALF_DAY/FULL_DAY; what each block covers is translated in :data:`COVERS`.
 
+The names the guide quotes from a Chinese page (a view's label, a scenario's name, a notebook's heading, the way the
+notebooks call the exercises' check) are generated too, from what the Chinese pages are made of, never typed twice:
+an inline ``<!-- name:KEY -->text<!-- /name -->`` holds the text :func:`shown_name` gives for KEY (:data:`NAME_KEYS`).
+
 Free text that a benchmark writes into its JSON (the offline run's ``tests_run`` and ``note``) is translated in
 :data:`TEXT`; a new text without a translation is shown in English, marked （英文原文）, and
 tests/test_docs_generated.py fails until it is added here. Error messages of failed runs stay as the benchmark
@@ -14,10 +18,26 @@ wrote them (they are log lines); only the sentence around them is Chinese.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
+from functools import lru_cache
+from pathlib import Path
 
 GUIDE_ZH = "docs/instructor-guide.zh-CN.md"
+PACKAGE_PO = "ampkit/locale/zh_CN/LC_MESSAGES/ampkit.po"
+ZH_NOTEBOOKS = "notebooks/zh_CN"
+
+#: an inline name of the Chinese guide (``<!-- name:KEY -->text<!-- /name -->``); no line break inside
+NAME = re.compile(r"<!-- name:(?P<key>[^\n]*?) -->(?P<text>[^\n]*?)<!-- /name -->")
+#: the kinds of KEY, and where the text comes from
+NAME_KEYS = {
+    "view:MSGID": "what a view or message shows for MSGID: its msgstr in " + PACKAGE_PO,
+    "heading:NN:PREFIX": "the heading of the Chinese notebook NN that starts with PREFIX, the rest of it (the stored "
+                         "notebook, generated from translations/zh_CN/NN_*.po)",
+    "check": "how the Chinese notebooks call an exercise's check: the first check call of the stored "
+             f"{ZH_NOTEBOOKS}/00_*.ipynb, its first argument kept and the rest shown as ...",
+}
 
 #: what each agenda block covers (render_docs.HALF_DAY / FULL_DAY), in Chinese
 COVERS = {
@@ -56,6 +76,66 @@ TEXT = {
 #: the notebooks' run times are the English notebooks'; how to measure the Chinese ones
 ZH_RUN_NOTE = ("运行时间是英文 notebook 的实测值；中文 notebook 的运行时间用 "
                "`python benchmarks/bench_notebooks.py notebooks/zh_CN/*.ipynb` 测量。")
+
+
+@lru_cache(maxsize=4)
+def _package_catalog(root: str) -> dict[str, str]:
+    import polib
+
+    return {e.msgid: e.msgstr for e in polib.pofile(str(Path(root) / PACKAGE_PO)) if e.msgstr and not e.obsolete}
+
+
+def _zh_notebook(root: Path, nn: str) -> dict:
+    found = sorted((root / ZH_NOTEBOOKS).glob(f"{nn}_*.ipynb"))
+    if not found:
+        raise ValueError(f"no Chinese notebook {nn}_*.ipynb in {ZH_NOTEBOOKS}/")
+    return json.loads(found[0].read_text(encoding="utf-8"))
+
+
+def _cells(nb: dict, kind: str) -> list[str]:
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in nb["cells"] if c["cell_type"] == kind]
+
+
+def shown_name(key: str, root: Path) -> str:
+    """The text for an inline name's KEY (:data:`NAME_KEYS`), from the files under ``root``."""
+    kind, _, rest = key.partition(":")
+    if kind == "view":
+        shown = _package_catalog(str(root)).get(rest)
+        if shown is None:
+            raise ValueError(f"name {key!r}: no translated msgid {rest!r} in {PACKAGE_PO}")
+        return shown
+    if kind == "heading":
+        nn, _, prefix = rest.partition(":")
+        for cell in _cells(_zh_notebook(root, nn), "markdown"):
+            for line in cell.splitlines():
+                title = line.lstrip("#").strip()
+                if line.startswith("#") and title.startswith(prefix):
+                    return title[len(prefix):].strip()
+        raise ValueError(f"name {key!r}: no heading starting with {prefix!r} in the Chinese notebook {nn}")
+    if kind == "check" and not rest:
+        for cell in _cells(_zh_notebook(root, "00"), "code"):
+            m = re.search(r"^([\w.]*\bcheck)\(([^,()]+),", cell, re.M)
+            if m:
+                return f"{m.group(1)}({m.group(2).strip()}, ...)"
+        raise ValueError(f"name {key!r}: no check call in the Chinese notebook 00")
+    raise ValueError(f"name {key!r}: unknown kind; the kinds are {', '.join(NAME_KEYS)}")
+
+
+def fill_names(text: str, root: Path) -> str:
+    """``text`` with every inline name holding what :func:`shown_name` gives for its key, inside the Markdown
+    emphasis or code marks it had (``*...*``, ``**...**``, a backtick). A name never starts a line: there
+    CommonMark would read its comment as the start of an HTML block, and the line would lose its Markdown."""
+    def fill(m: re.Match) -> str:
+        lead = re.match(r"[*`]*", m["text"])[0]   # the marks around the name: the same at both ends
+        trail = lead[::-1] if len(m["text"]) > 2 * len(lead) and m["text"].endswith(lead[::-1]) else ""
+        lead = lead if trail else ""
+        return f"<!-- name:{m['key']} -->{lead}{shown_name(m['key'], root)}{trail}<!-- /name -->"
+
+    starts = [line for line in text.splitlines() if re.match(r"\s*(?:[-*+]\s+|\d+\.\s+)?<!-- name:", line)]
+    if starts:
+        raise ValueError(f"a name starts a line (CommonMark would read an HTML block): {starts[0][:80]!r}")
+    return NAME.sub(fill, text)
 
 
 def text(english: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from test_docs_generated import ROOT, _exercise_numbers, _load, hub_json, notebooks_json, offline_json
 
 rd = _load("render_docs")
@@ -134,3 +135,62 @@ def test_labels_the_guide_quotes_are_the_chinese_views_labels():
     for label in QUOTED_LABELS:
         assert f"*{label}*" in text, label
         assert any(s == label or s.startswith(label + "（") or s.startswith(label + "，") for s in shown), label
+
+
+#: words the guide quotes in code marks that are also msgids, shown as they are by the view: the timeline's mode key
+#: `none` (ampkit/widgets/sink_timeline.py sends the key, the view prints it; the package's msgid "none" is the
+#: device report's word)
+SHOWN_AS_IS = {"none"}
+
+
+def english_labels_quoted(text: str, catalog: dict[str, str]) -> list[str]:
+    """The quoted names (``**x**``, ``*x*``, a backtick) outside the generated names that are msgids the Chinese
+    pages translate: what the guide would quote in English while the Chinese view shows Chinese."""
+    text = zh.NAME.sub("", text)
+    quoted = [next(g for g in m.groups() if g) for m in
+              re.finditer(r"\*\*`?([^*`\n]+?)`?\*\*|\*([^*\n]+?)\*|`([^`\n]+)`", text)]
+    return [q for q in quoted if q not in SHOWN_AS_IS and catalog.get(q, q) != q]
+
+
+def test_the_guide_quotes_no_english_label_that_a_chinese_view_translates():
+    catalog = zh._package_catalog(str(ROOT))
+    assert english_labels_quoted(ZH.read_text(), catalog) == []
+    planted = "- **`log of zero`**：持续的。把 *history* 从 1 改为 16，`transient spikes`。"   # the old guide's form
+    assert english_labels_quoted(planted, catalog) == ["log of zero", "history", "transient spikes"]
+
+
+def test_the_names_the_guide_quotes_are_generated_from_the_chinese_pages():
+    text = ZH.read_text()
+    names = {m["key"]: m["text"] for m in zh.NAME.finditer(text)}
+    # 05's scenarios as the AMP doctor shows them, 07's attention controls, 08's sections, the exercises' check call
+    for key in ("view:log of zero", "view:transient spikes", "view:fp16 forward overflow", "view:head size",
+                "view:1/√d on q", "heading:08:§8", "check"):
+        assert key in names, key
+    assert names["view:log of zero"] == "**对 0 取对数**" and names["heading:08:§8"].startswith("在解码器上")
+    assert '"exercise' not in text and "'exercise" not in text
+    # a planted stale name is rewritten from the catalog; an unknown key names the kinds; a name may not start a line
+    stale = "场景 <!-- name:view:log of zero -->**log of zero**<!-- /name -->："
+    assert zh.fill_names(stale, ROOT) == "场景 <!-- name:view:log of zero -->**对 0 取对数**<!-- /name -->："
+    with pytest.raises(ValueError, match="the kinds are view:MSGID"):
+        zh.fill_names("x <!-- name:label:x -->y<!-- /name -->", ROOT)
+    with pytest.raises(ValueError, match="no translated msgid"):
+        zh.fill_names("x <!-- name:view:no such label -->y<!-- /name -->", ROOT)
+    with pytest.raises(ValueError, match="starts a line"):
+        zh.fill_names("- <!-- name:check -->`x`<!-- /name --> 打印", ROOT)
+
+
+def test_the_check_call_is_read_from_the_stored_chinese_notebooks(tmp_path):
+    import json
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("check(\"no\", 1)"),
+                                         nbformat.v4.new_code_cell("x = 1\nex.check(1, answer_1)\n")])
+    (tmp_path / "notebooks" / "zh_CN").mkdir(parents=True)
+    (tmp_path / "notebooks" / "zh_CN" / "00_start_here.ipynb").write_text(json.dumps(nb))
+    assert zh.shown_name("check", tmp_path) == "ex.check(1, ...)"        # the call as the notebook writes it
+    stored = zh.shown_name("check", ROOT)
+    nb0 = nbformat.read(next((ROOT / "notebooks" / "zh_CN").glob("00_*.ipynb")), as_version=4)
+    code = "\n".join(c.source for c in nb0.cells if c.cell_type == "code")
+    assert stored.endswith(", ...)") and stored[:-len(" ...)")] in code, stored
+    assert "exercise" not in stored, stored
