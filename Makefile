@@ -90,7 +90,7 @@ translations: $(TEST_STAMP) ## update translations/zh_CN/*.po and ampkit.po, bui
 	$(BIN)/python -m ampkit._i18ntools update
 	$(BIN)/python -m ampkit._i18ntools build
 
-test: $(TEST_STAMP) ## ruff and mypy, then every test (LATEST=1: against the newest versions, in .venv-latest)
+test: $(TEST_STAMP) js-check ## the views' JS type-checked, ruff, mypy, every test (LATEST=1: newest versions, .venv-latest)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
@@ -121,7 +121,7 @@ bench: $(TEST_STAMP) ## every benchmark but the hub's (speed targets as ratios)
 
 # Workshop and classroom targets, one file each: present/workshop, wheelhouse (offline room), hub (one server);
 # the book (site); the real MindSpore and PaddlePaddle in an env of their own (frameworks).
-include make/workshop.mk make/offline.mk make/hub.mk make/site.mk make/frameworks.mk
+include make/workshop.mk make/offline.mk make/hub.mk make/site.mk make/frameworks.mk make/jscheck.mk
 
 # constraints.txt from this venv (LATEST=1: from .venv-latest, after `make test LATEST=1` passed there)
 lock: ## write constraints.txt: the exact version of every package in .venv (LATEST=1: .venv-latest)

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 06's AmaxHistoryExplorer drawn in the browser (ampkit/widgets/fp8.py): delayed scaling over a recorded
 // run's amax series. Nothing is computed here: the engine ran every setting the controls reach when the view started
 // (model "states", fp8.explorer_sweep: per tensor and margin the distinct values of log2(fp8_max / scale), per

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 07's AttentionOverflowView drawn in the browser (ampkit/widgets/attention.py): the activation scale of q
 // and k, the head size and where the 1/√d scale is applied; for fp32, bf16 and fp16 the largest output of the
 // attention matmul against the format's max (log scale, an overflow hatched to the top and marked "inf") and the

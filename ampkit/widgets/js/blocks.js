@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 06's BlockScalingExplorer drawn in the browser (ampkit/widgets/fp8_blocks.py): per-tensor vs per-block
 // scaling, element by element. Nothing is computed here: the engine computed every setting the controls reach when
 // the view started (model "states", keyed as fp8_blocks.setting_key builds the key; "masks": which elements were

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 05's AmpDoctor drawn in the browser (ampkit/widgets/amp_doctor.py): a scenario picker, the broken run or
 // the run with the fix, the diagnosis and its evidence. Nothing is computed here: the engine ran the scenarios
 // (ampkit.lessons.amp_in_practice.run_scenario, diagnosed by ampkit.diagnose) and sent each report as data (model

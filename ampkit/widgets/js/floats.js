@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 01's FloatExplorer drawn in the browser (ampkit/widgets/formats.py): one number in every format, bit by
 // bit. The page does only trivial arithmetic on the limits the engine sent per format (model "formats", read from
 // ampkit.formats.info): rounding (kit.js roundTo), a stored value's bit pattern and a pattern's value (sign,
@@ -10,7 +11,10 @@
 // Python's printing (pyRepr, pySci, pyG, pyStrRepr) is kit.js's.
 
 /** [the double nearest num / den (BigInts, den > 0; ties to even, subnormals and overflow as IEEE does), whether it
- * is exactly num / den]. */
+ * is exactly num / den].
+ * @param {bigint} num
+ * @param {bigint} den
+ * @returns {[number, boolean]} */
 function ratioToDouble(num, den) {
   if (num === 0n) return [0, true];
   const neg = num < 0n;
@@ -37,7 +41,10 @@ function exactRatio(x) {
 
 /** Python's float(base) ** int(exp) where the page can be sure of it: {value} when the power is exact in a double
  * (2^-24, 3^5, 0.5^3), clearly overflows (inf) or underflows (0); {inexact: true} where Python's ** (C's pow)
- * rounds it (10^23: the engine computes those); null: ZeroDivisionError. */
+ * rounds it (10^23: the engine computes those); null: ZeroDivisionError.
+ * @param {number} base
+ * @param {number} exp
+ * @returns {{value: number, inexact?: undefined} | {inexact: true, value?: undefined} | null} */
 export function powerOf(base, exp) {
   if (base === 0) return exp < 0 ? null : { value: exp === 0 ? 1 : 0 };
   if (exp === 0 || base === 1) return { value: 1 };

@@ -1,3 +1,4 @@
+// @ts-check
 // ampkit's front-end kit: what every view drawn in the browser shares (ampkit/widgets/front.py prepends this file
 // to each view's module; no build step, nothing fetched). Only trivial arithmetic lives here — a rounding to a
 // format whose limits the engine sent, a number printed the way Python prints it — and tests/browser check each
@@ -130,7 +131,11 @@ export function roundTo(x, f) {
 }
 
 /** What storing `value` as `stored` did: [verdict, abs error, rel error] (the engine's ampkit.formats.verdict).
- * Given the format's limits f, a finite value past the overflow line stored finite is "saturated to max". */
+ * Given the format's limits f, a finite value past the overflow line stored finite is "saturated to max".
+ * @param {number} value
+ * @param {number} stored
+ * @param {{overflow_threshold: number, overflow_tie_up: boolean} | null} [f]
+ * @returns {[string, number, number]} */
 export function verdictOf(value, stored, f = null) {
   if (Number.isNaN(value)) return ["nan", NaN, NaN];
   if (!Number.isFinite(value)) return [Number.isFinite(stored) ? "saturated to max" : "inf", NaN, NaN];
@@ -179,7 +184,9 @@ export function saveChanges(model) {
  * kernel's FrontView answers "here" (ampkit/widgets/front.py). Until the answer the kernel counts as absent — a
  * request that needs computation shows the view's "run the notebook" line — and onChange(true) runs once when it
  * comes (the view redraws). Never a timeout: what the page shows does not depend on timing. Returns
- * {here, stop()}: `here` read at any time, stop() when the view is removed. */
+ * {here, stop()}: `here` read at any time, stop() when the view is removed.
+ * @param {any} model
+ * @param {(here: boolean) => void} [onChange] */
 export function kernelPresence(model, onChange = () => {}) {
   const presence = { here: false, stop: () => model.off("msg:custom", listen) };
   function listen(msg) {

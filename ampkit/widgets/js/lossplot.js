@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 02's LiveLossPlot drawn in the browser (ampkit/widgets/train.py): a training run's loss per step, with
 // axes and units, the reference curve dashed and the first non-finite step marked. Points STREAM in: each update of
 // the run is a message with only the new points ({start, losses: Python's repr words, bad: the engine's first

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 02's OLevelPicker drawn in the browser (ampkit/widgets/precision.py): an O-level slider (O0 → O3) and a
 // low-dtype toggle; for the selected run its loss curve against O0, its memory against O0, the summary and the
 // per-layer dtype table. Nothing is computed here: the engine trained the runs and sent each as model "runs" (its

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 01's RangeMap drawn in the browser (ampkit/widgets/range_map.py): every format on one log2 axis in the
 // kit's band colours, a marker for a value, optionally a histogram of values with a loss-scale slider. The bands,
 // the histogram at scale 1 and the summary line of every slider position come from the engine; the arithmetic here

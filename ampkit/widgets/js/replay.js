@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 03's ScalerReplay drawn in the browser (ampkit/widgets/replay.py): a dynamic scaler replayed over a run's
 // largest gradient per step — log2(scale) per step, the steps that overflowed marked, the band where the format
 // overflows — with every framework's preset overlaid. Nothing is computed here: the engine replayed the initial

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 00's RoundingSlider drawn in the browser (ampkit/widgets/start.py): a log-scale slider and a table of
 // how each format stores the value. The rounding is kit.js's roundTo with the limits the engine sent
 // (model "formats"); every word comes from the model's "text" (the kit's language).

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 03's VisualLossScaler drawn in the browser (ampkit/widgets/scaling.py): gradient magnitudes (a log2
 // histogram) over a format's bands, a log2(scale) slider that shifts them. Nothing is computed here: the engine swept
 // every slider position of every format when the view started (model "sweep": the readout's percentages as the

@@ -1,3 +1,4 @@
+// @ts-check
 // Notebook 04's SinkTimeline drawn in the browser (ampkit/widgets/sink_timeline.py): a sink mode and the costs of a
 // training step -> the simulated timeline (Gantt lanes loader, host, device) with its step time, steps/s, device
 // utilisation, syncs per step and speed-up, and a "measure" button that calibrates the costs on the kernel's machine.
