@@ -213,3 +213,24 @@ def test_replay_uses_the_scalers_rule():
     assert min(r.scales) == 2.0**30 and r.skipped > 0
     with pytest.raises(ValueError, match="hysteresis"):
         replay([1.0], hysteresis=0)
+
+
+def test_a_runs_own_ceiling_is_where_it_overflowed(task):
+    """Notebook 03 §5's figure draws a run's scales over the band where scale × largest gradient overflows fp16: the
+    band must be that run's own (it once came from the fp32 run's gradients, and a clean step sat inside it). At every
+    step the run did not skip, scale × its own largest gradient is below fp16's overflow threshold; at every skip it
+    is not; ``TaskRun.log2_ceiling`` says the same in log2, and the fp32 run's gradients do not (the old mistake)."""
+    import math
+
+    from ampkit.formats import info
+    from ampkit.lessons.loss_scaling import train_task
+
+    thr = info("fp16").overflow_threshold
+    dyn = train_task(task, "fp16", DynamicLossScaler(growth_interval=5), steps=150)
+    assert dyn.scales == dyn.scaler.scales and 0 < sum(dyn.skipped) < 150
+    assert [s * g >= thr for s, g in zip(dyn.scales, dyn.grad_max)] == dyn.skipped
+    ceiling = dyn.log2_ceiling("fp16")
+    assert [math.log2(s) >= c for s, c in zip(dyn.scales, ceiling)] == dyn.skipped
+    fp32 = train_task(task, "fp32", steps=150)
+    assert fp32.scales == [1.0] * 150 and not any(fp32.skipped)
+    assert [s * g >= thr for s, g in zip(dyn.scales, fp32.grad_max)] != dyn.skipped

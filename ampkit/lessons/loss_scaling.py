@@ -24,6 +24,7 @@ from ampkit.i18n import tr
 from ampkit.models import build_model
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.protocols import Scaler
+from ampkit.scaling import log2_ceiling
 from ampkit.train import evaluate, train_step
 
 __all__ = ["UnderflowTask", "underflow_task", "TaskRun", "train_task", "GradAgreement", "gradient_agreement"]
@@ -65,13 +66,15 @@ def underflow_task(loss_weight: float = 2.0**-18, *, n_samples: int = 2048, n_fe
 @dataclass
 class TaskRun:
     """Per step of :func:`train_task`: the (unweighted) loss, the fraction of gradient values that were exactly
-    zero after backward, the largest |gradient| (unscaled, params and activations) and whether it was skipped;
-    plus the scaler used (its ``history``) and the final accuracy on the training set."""
+    zero after backward, the largest |gradient| (unscaled, params and activations; ``inf`` where the scaled
+    gradients overflowed: held an inf or a nan), whether it was skipped and the loss scale used (1.0 without a
+    scaler); plus the scaler used and the final accuracy on the training set."""
 
     losses: list[float]
     zero_grads: list[float]
     grad_max: list[float]
     skipped: list[bool]
+    scales: list[float]
     scaler: Scaler | None
     accuracy: float
 
@@ -79,6 +82,20 @@ class TaskRun:
         """Mean loss of the last ``last`` steps."""
         tail = self.losses[-last:]
         return sum(tail) / len(tail)
+
+    def log2_ceiling(self, fmt: str | torch.dtype = "fp16") -> list[float]:
+        """Per step, log2 of the scale from which scale × *this run's own* largest gradient overflows ``fmt``
+        (:func:`ampkit.scaling.log2_ceiling`). Where the scaled gradients overflowed, the gradient's size is not
+        known, only that the scale used was already too large: the value there is log2 of that scale (an upper
+        bound). So a step overflowed exactly where ``log2(scales[t]) >= ceiling[t]``.
+
+        >>> from ampkit.scaling import StaticLossScaler
+        >>> run = train_task(underflow_task(), "fp16", StaticLossScaler(2.0**40), steps=1)
+        >>> run.grad_max, run.log2_ceiling()
+        ([inf], [40.0])
+        """
+        known = log2_ceiling([g if math.isfinite(g) else 0.0 for g in self.grad_max], fmt)
+        return [c if math.isfinite(g) else math.log2(s) for c, g, s in zip(known, self.grad_max, self.scales)]
 
 
 def train_task(task: UnderflowTask, dtype: str | torch.dtype = "fp16", scaler: Scaler | None = None, steps: int = 150,
@@ -112,7 +129,7 @@ def train_task(task: UnderflowTask, dtype: str | torch.dtype = "fp16", scaler: S
             out.register_hook(lambda g: acts.append(float(g.detach().abs().max())))
 
     handles = [m.register_forward_hook(fwd_hook) for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    losses, zeros, gmax, skipped = [], [], [], []
+    losses, zeros, gmax, skipped, used = [], [], [], [], []
     params = [p for g in mp.optimizer.param_groups for p in g["params"]]
     n_values = sum(p.numel() for p in params)
 
@@ -128,7 +145,9 @@ def train_task(task: UnderflowTask, dtype: str | torch.dtype = "fp16", scaler: S
                     p.grad.div_(scale_after_backward)
         s = scaler.get_scale() if scaler is not None else 1.0
         zeros.append(sum(int((p.grad == 0).sum()) for p in params) / n_values)
-        gmax.append(max([float(p.grad.abs().max()) for p in params] + acts) / s)
+        largest = [float(p.grad.abs().max()) for p in params] + acts
+        gmax.append(max(largest) / s if all(math.isfinite(g) for g in largest) else math.inf)  # max() skips a nan
+        used.append(s)
         if clip_norm is not None:
             if scaler is not None and unscale_before_clip:
                 scaler.unscale_(mp.optimizer)
@@ -144,7 +163,7 @@ def train_task(task: UnderflowTask, dtype: str | torch.dtype = "fp16", scaler: S
     finally:
         for h in handles:
             h.remove()
-    return TaskRun(losses, zeros, gmax, skipped, scaler, evaluate(mp, task.X, task.y))
+    return TaskRun(losses, zeros, gmax, skipped, used, scaler, evaluate(mp, task.X, task.y))
 
 
 @dataclass(frozen=True)
