@@ -36,13 +36,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ampkit._kit import LANGUAGES, ROOT
 from ampkit._nbexport import kit_views_only, notebook_title, static_view_html
 
 __all__ = ["build_site", "prepare", "repository", "search_terms", "EDITIONS", "WORDS"]
 
-ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-EDITIONS = ("en", "zh_CN")
+EDITIONS = LANGUAGES   # the book's two sites: the kit's languages (ampkit._kit)
 _VIEW = "application/vnd.jupyter.widget-view+json"
 _STATE = "application/vnd.jupyter.widget-state+json"
 _GUIDES = ("readme", "instructor-guide", "glossary", "reference")

@@ -29,7 +29,7 @@ ENGINE = {"ampkit.precision", "ampkit.scaling", "ampkit.sinking", "ampkit.fp8", 
           "ampkit.timeline"}
 #: below every layer: modules that import only the standard library, so that the room's tools may share them
 #: (``free_port``); :func:`test_the_shared_modules_import_only_the_standard_library` keeps them so.
-SHARED = {"ampkit._net"}
+SHARED = {"ampkit._net", "ampkit._kit"}
 FRONT = {"ampkit", "ampkit.__main__", "ampkit.doctor", "ampkit.exercises", "ampkit._nbtools", "ampkit._nbstatic",
          "ampkit._nbexport", "ampkit._i18ntools", "ampkit._book"}
 

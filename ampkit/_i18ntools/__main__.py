@@ -8,7 +8,15 @@ import sys
 import time
 from pathlib import Path
 
-from ampkit._i18ntools.catalogs import PACKAGE_PO, compile_mo, compiled_entries, english_notebooks, notebook_po, update
+from ampkit._i18ntools.catalogs import (
+    PACKAGE_PO,
+    ROOT,
+    compile_mo,
+    compiled_entries,
+    english_notebooks,
+    notebook_po,
+    update,
+)
 from ampkit._i18ntools.checks import catalog_problems
 from ampkit._i18ntools.generate import OUT_DIR, same_source, translated_notebook, zh_path
 
@@ -25,7 +33,7 @@ def _check(paths: list[str]) -> int:
 
 #: The Python of `make frameworks` (MindSpore + PaddlePaddle): it executes a notebook whose English source's
 #: ``metadata.ampkit.needs`` names a module this Python cannot import (notebook 09).
-FRAMEWORKS_PYTHON = Path(__file__).resolve().parents[2] / ".venv-frameworks" / "bin" / "python"
+FRAMEWORKS_PYTHON = ROOT / ".venv-frameworks" / "bin" / "python"
 
 
 def _missing_needs(english: Path) -> list[str]:

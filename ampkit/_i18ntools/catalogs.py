@@ -18,11 +18,11 @@ from pathlib import Path
 import polib
 
 from ampkit._i18ntools.extract import FIGURE, Entry, notebook_entries, package_entries
+from ampkit._kit import ROOT
 
 __all__ = ["ROOT", "LANG", "NOTEBOOKS", "PO_DIR", "PACKAGE_PO", "PACKAGE_MO", "notebook_po", "update", "compile_mo",
            "english_notebooks", "load"]
 
-ROOT = Path(__file__).resolve().parents[2]
 LANG = "zh_CN"
 NOTEBOOKS = ROOT / "notebooks"
 PO_DIR = ROOT / "translations" / LANG

@@ -21,10 +21,11 @@ from pathlib import Path
 import polib
 
 from ampkit._i18ntools.extract import FIGURE, figure_nodes
+from ampkit._kit import ROOT
 
 __all__ = ["CJK", "entry_problems", "catalog_problems", "glossary_terms", "GLOSSARY"]
 
-GLOSSARY = Path(__file__).resolve().parents[2] / "docs" / "glossary.md"
+GLOSSARY = ROOT / "docs" / "glossary.md"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.DOTALL)

@@ -35,12 +35,13 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+from ampkit._kit import ROOT
+
 __all__ = ["ROOT", "read_pyproject", "requirements", "requirements_text", "platform_info", "index_args",
            "missing_requirements", "hint", "manifest", "glibc_floor", "torch_build", "conda_to_pip", "image_steps",
            "run_pip", "main"]
 
 #: The checkout this file lives in (``<root>/ampkit/classroom/offline.py``).
-ROOT = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 

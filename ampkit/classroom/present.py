@@ -41,10 +41,11 @@ import sys
 import time
 from pathlib import Path
 
+from ampkit._kit import LANGUAGES, ROOT
+
 __all__ = ["ROOT", "NOTEBOOKS", "DEFAULT_IP", "DEFAULT_PORT", "TEMPLATE", "TEMPLATE_ROOT", "list_notebooks",
            "resolve_notebook", "voila_command", "voila_env", "served_url", "banner", "main", "LANGUAGES", "edition"]
 
-ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 DEFAULT_IP = "127.0.0.1"
 DEFAULT_PORT = 8866  # Voilà's own default
@@ -212,10 +213,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", default="en", choices=LANGUAGES,
                    help="en: notebooks/; zh_CN: the Chinese edition, notebooks/zh_CN/, its kernels in Chinese")
     return p
-
-
-#: the editions: language -> (folder, the kernels' $AMPKIT_LANG); the same names as ampkit.i18n.LANGUAGES
-LANGUAGES = ("en", "zh_CN")
 
 
 def edition(lang: str) -> tuple[Path, dict[str, str]]:

@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 import torch
 
 from ampkit._util import check_int, check_number
-from ampkit.formats import FP16_MAX
+from ampkit.formats import FP16_MAX, FP16_TINY
 from ampkit.i18n import Word, mark, tr
 
 __all__ = ["ScalerHistory", "RecordingScaler", "Diagnosis", "classify_run", "RUN_KINDS"]
 
 RUN_KINDS: tuple[str, ...] = (mark("healthy"), mark("persistent"), mark("transient"), mark("scale too low"),
                               mark("growth too slow"))
-FP16_TINY = float(torch.finfo(torch.float16).tiny)
 
 
 @dataclass

@@ -41,12 +41,21 @@ from __future__ import annotations
 from ampkit.formats.bands import CLASSES, Classification, RangeBands, classify, classify_codes, range_bands
 from ampkit.formats.bits import PATTERN_KINDS, Decomposition, decompose, from_bits, toggle_bit
 from ampkit.formats.parse import parse_value
-from ampkit.formats.registry import FORMATS, FP16_MAX, FormatInfo, format_name, info, resolve_format
+from ampkit.formats.registry import (
+    FORMATS,
+    FP16_MAX,
+    FP16_TINY,
+    FP32_MAX,
+    FormatInfo,
+    format_name,
+    info,
+    resolve_format,
+)
 from ampkit.formats.rounding import RoundTrip, accumulate, compare_formats, explain, round_trip, to_fp32, ulp
 
 __all__ = [
     "FORMATS", "resolve_format", "format_name", "round_trip", "RoundTrip", "compare_formats",
     "FormatInfo", "info", "Classification", "classify", "classify_codes", "PATTERN_KINDS", "CLASSES",
     "Decomposition", "decompose", "from_bits", "toggle_bit", "ulp", "accumulate", "range_bands",
-    "RangeBands", "parse_value", "explain", "FP16_MAX", "to_fp32",
+    "RangeBands", "parse_value", "explain", "FP16_MAX", "FP16_TINY", "FP32_MAX", "to_fp32",
 ]

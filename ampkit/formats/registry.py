@@ -9,6 +9,8 @@ overflow gives), every field derived from torch (``torch.finfo``, bit patterns, 
 (65504.0, 'float16')
 >>> FP16_MAX == info("fp16").max == 65504.0
 True
+>>> FP16_TINY == info("fp16").smallest_normal == 2.0**-14, FP32_MAX == info("fp32").max
+(True, True)
 """
 from __future__ import annotations
 
@@ -20,11 +22,17 @@ import torch
 
 from ampkit.i18n import tr
 
-__all__ = ["FORMATS", "FP16_MAX", "resolve_format", "format_name", "FormatInfo", "info"]
+__all__ = ["FORMATS", "FP16_MAX", "FP16_TINY", "FP32_MAX", "resolve_format", "format_name", "FormatInfo", "info"]
 
 #: fp16's largest finite number, 65504 (``torch.finfo(torch.float16).max``): a value or gradient above it
 #: overflows to inf when stored in fp16. ``info("fp16").max`` is the same number; this is the constant for a hot path.
 FP16_MAX: float = float(torch.finfo(torch.float16).max)
+#: fp16's smallest normal number, 2**-14 (``torch.finfo(torch.float16).tiny``, ``info("fp16").smallest_normal``):
+#: a scaled gradient below it keeps fewer significant bits (a subnormal) or flushes to zero.
+FP16_TINY: float = float(torch.finfo(torch.float16).tiny)
+#: fp32's largest finite number, (2 - 2**-23) * 2**127 (``torch.finfo(torch.float32).max``, ``info("fp32").max``):
+#: what a scale that overflowed to inf is clamped to, and the bound of any setting a float32 must hold.
+FP32_MAX: float = float(torch.finfo(torch.float32).max)
 
 #: The formats the kit teaches, by canonical name (narrowest last).
 FORMATS: dict[str, torch.dtype] = {

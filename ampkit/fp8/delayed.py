@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
+from ampkit.formats import FP32_MAX
 from ampkit.fp8.quantize import (
     QuantReport,
     amax_of,
@@ -220,7 +221,7 @@ def _scales_from(amax: torch.Tensor, fmt: str, margin: int, initial: float) -> t
     """``compute_scale`` over a vector of amaxes, the invalid ones keeping the previous scale."""
     valid = torch.isfinite(amax) & (amax > 0)
     raw = _target(fmt, margin) / torch.where(valid, amax, torch.ones_like(amax))
-    raw = torch.where(torch.isinf(raw), torch.full_like(raw, torch.finfo(torch.float32).max), raw)
+    raw = torch.where(torch.isinf(raw), torch.full_like(raw, FP32_MAX), raw)
     return _forward_fill(raw, valid, initial)
 
 
@@ -268,5 +269,5 @@ def current_scales(amaxes: torch.Tensor, fmt: str = "e4m3", margin: int = 0) -> 
     a = check_amaxes(amaxes)
     valid = torch.isfinite(a) & (a > 0)
     raw = _target(fmt, margin) / torch.where(valid, a, torch.ones_like(a))
-    raw = torch.where(torch.isinf(raw), torch.full_like(raw, torch.finfo(torch.float32).max), raw)
+    raw = torch.where(torch.isinf(raw), torch.full_like(raw, FP32_MAX), raw)
     return torch.where(valid, raw, torch.ones_like(raw))

@@ -38,7 +38,7 @@ import torch
 
 from ampkit._util import check_int
 from ampkit.dtypes import short_name
-from ampkit.formats import resolve_format, to_fp32
+from ampkit.formats import FP32_MAX, resolve_format, to_fp32
 from ampkit.i18n import tr
 
 __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal", "compute_scale", "amax_of",
@@ -47,7 +47,6 @@ __all__ = ["FP8_FORMATS", "fp8_dtype", "fp8_name", "fp8_max", "fp8_min_subnormal
 
 #: The two fp8 formats, by the kit's short name.
 FP8_FORMATS: dict[str, torch.dtype] = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
-_FP32_MAX = torch.finfo(torch.float32).max
 
 
 def fp8_name(fmt: str | torch.dtype) -> str:
@@ -165,7 +164,7 @@ def compute_scale(amax: float | torch.Tensor, fmt: str | torch.dtype = "e4m3", m
         return previous
     target = torch.tensor(fp8_max(fmt), dtype=torch.float32) * torch.tensor(2.0 ** -margin, dtype=torch.float32)
     scale = float(target / torch.tensor(amax, dtype=torch.float32))
-    return _FP32_MAX if math.isinf(scale) else scale
+    return FP32_MAX if math.isinf(scale) else scale
 
 
 def amax_of(x: torch.Tensor) -> float:
@@ -192,7 +191,7 @@ def amax_of(x: torch.Tensor) -> float:
 
 def check_scale(scale, name: str = "scale") -> float:
     """``scale`` as a positive finite fp32 number (a Python float holding it); TypeError / ValueError otherwise."""
-    want = f"{name} must be a positive finite fp32 number (at most {_FP32_MAX:.4g}, e.g. 1.0)"
+    want = f"{name} must be a positive finite fp32 number (at most {FP32_MAX:.4g}, e.g. 1.0)"
     scale = one_number(scale, want)
     s32 = to_fp32(scale)
     if not (math.isfinite(s32) and s32 > 0):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 
 from ampkit._util import check_int
+from ampkit.formats import FP32_MAX
 from ampkit.fp8.quantize import fp8_dtype, fp8_max, fp8_name, fp8_to_float
 
 __all__ = ["TILE_1X128", "BLOCK_128X128", "check_tile", "tile_scales", "scales_from_amax", "tile_quantize",
@@ -37,7 +38,6 @@ __all__ = ["TILE_1X128", "BLOCK_128X128", "check_tile", "tile_scales", "scales_f
 #: Transformer Engine's ``Float8BlockScaling`` shapes: 1-D tiles (activations, gradients) and 2-D blocks (weights).
 TILE_1X128 = (1, 128)
 BLOCK_128X128 = (128, 128)
-_FP32_MAX = torch.finfo(torch.float32).max
 
 
 def check_tile(x: torch.Tensor, tile) -> tuple[int, int]:
@@ -88,7 +88,7 @@ def scales_from_amax(amax: torch.Tensor, fmt: str = "e4m3", power_of_two: bool =
     a = torch.as_tensor(amax, dtype=torch.float32)
     valid = torch.isfinite(a) & (a > 0)   # TE: amax below epsilon (0) counts as 0
     s = torch.tensor(fp8_max(fp8_name(fmt)), dtype=torch.float32) / torch.where(valid, a, torch.ones_like(a))
-    s = torch.where(torch.isinf(s), torch.full_like(s, _FP32_MAX), s)
+    s = torch.where(torch.isinf(s), torch.full_like(s, FP32_MAX), s)
     s = torch.where(valid, s, torch.ones_like(s))
     if power_of_two:   # keep sign and exponent: 0xFF800000, as TE does on the fp32 bit pattern
         s = (s.view(torch.int32) & torch.tensor(-8388608, dtype=torch.int32)).view(torch.float32)

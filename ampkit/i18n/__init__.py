@@ -28,11 +28,12 @@ import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
+from ampkit._kit import LANGUAGES
+
 __all__ = ["LANGUAGES", "ENV_VAR", "DOMAIN", "LOCALE_DIR", "set_language", "language", "tr", "mark", "catalog",
            "is_chinese", "Word"]
 
-#: the languages the kit speaks; English is the source, the others come from gettext catalogs
-LANGUAGES = ("en", "zh_CN")
+# LANGUAGES (ampkit._kit): the languages the kit speaks; English is the source, the others come from gettext catalogs
 #: the environment variable read when ``set_language`` was not called
 ENV_VAR = "AMPKIT_LANG"
 DOMAIN = "ampkit"

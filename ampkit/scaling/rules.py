@@ -27,16 +27,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from ampkit._util import check_int, check_number
-from ampkit.formats import to_fp32
+from ampkit.formats import FP32_MAX, to_fp32
 from ampkit.scaling.dynamic_rule import DynamicRule, DynamicState
 from ampkit.scaling.scalers import DynamicLossScaler
 
 __all__ = ["DynamicScalerRule", "TorchGradScalerRule", "MindSporeDynamicRule", "MindSporeFixedRule"]
-
-_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = False, why: str = "") -> float:
@@ -63,7 +59,7 @@ def f32_setting(name: str, value: Any, above: float = 0.0, at_least: bool = Fals
     if not ok:
         kind = f"number {'>=' if at_least else '>'} {above:g}" if above else "positive number"
         shown = "" if s == v else f" (as a float32: {s!r})"
-        raise ValueError(f"{name} must be a {kind} that a float32 holds (at most {_F32_MAX:.8g}){why}; "
+        raise ValueError(f"{name} must be a {kind} that a float32 holds (at most {FP32_MAX:.8g}){why}; "
                          f"got {value!r}{shown}")
     return s
 

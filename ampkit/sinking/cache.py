@@ -26,13 +26,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from ampkit._kit import ROOT
+
 __all__ = ["ENV_VAR", "kit_cache_dir", "compile_cache_dir", "kit_compile_cache"]
 
 #: The environment variable inductor reads for its cache folder.
 ENV_VAR = "TORCHINDUCTOR_CACHE_DIR"
 
 #: The checkout this file lives in (``<root>/ampkit/sinking/cache.py``), when it is one.
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 def kit_cache_dir() -> Path:
@@ -42,8 +43,8 @@ def kit_cache_dir() -> Path:
     >>> kit_cache_dir().name
     'torchinductor'
     """
-    if (_ROOT / "pyproject.toml").exists():
-        return _ROOT / ".cache" / "torchinductor"
+    if (ROOT / "pyproject.toml").exists():
+        return ROOT / ".cache" / "torchinductor"
     return Path.home() / ".cache" / "ampkit" / "torchinductor"
 
 

@@ -6,8 +6,8 @@ import json
 import os
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
+from ampkit._kit import ROOT
 from ampkit.classroom import isolation
 from ampkit.classroom.hub.extras import (
     language_pack_problem,
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"make hub-install: {problem}", file=sys.stderr)
         return 2 if problem else 0
     try:
-        s = settings_from_env(dict(os.environ), Path(__file__).resolve().parents[3])
+        s = settings_from_env(dict(os.environ), ROOT)
         problem = exposure_problem(s) or isolation.start_problem(s)
     except ValueError as exc:
         problem = str(exc)

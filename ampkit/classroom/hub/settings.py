@@ -14,14 +14,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ampkit._kit import LANGUAGES  # the room's editions (make hub LANG=zh_CN)
 from ampkit.classroom import isolation, tls
 from ampkit.classroom.hub.sizing import default_max_servers, default_spawn_limit, machine_mib
 
 __all__ = ["HubSettings", "LANGUAGES", "exposure_problem", "settings_from_env"]
 
-#: the room's editions (``make hub LANG=zh_CN``): the same names as ``ampkit.i18n.LANGUAGES``, which this
-#: standard-library module does not import
-LANGUAGES = ("en", "zh_CN")
 
 
 @dataclass(frozen=True)

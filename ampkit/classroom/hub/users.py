@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from ampkit._kit import ROOT
 from ampkit.classroom import isolation
 from ampkit.classroom.hub import copy_notebooks_once, select_lab_language
 from ampkit.classroom.hub.settings import settings_from_env
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not names:
             raise ValueError("name the learners: make hub-users NAMES=ana-k,bo-l")
-        s = settings_from_env(dict(os.environ), Path(__file__).resolve().parents[3])
+        s = settings_from_env(dict(os.environ), ROOT)
         isolation.make_private(s.state_dir)
         reference = Path(s.repo) / "docs" / "reference.md"
         for name in names:
