@@ -54,7 +54,9 @@ def test_the_glossary_has_the_issue_terms_and_sources():
 DECIDED = {"significand": "有效数", "machine epsilon": "机器 ε", "per-tensor scaling": "按张量缩放",
            "current scaling": "当前缩放", "delayed scaling": "延迟缩放", "block scaling": "按块缩放",
            "activation checkpointing": "重计算", "skipped step": "跳过更新",
-           "widget": "控件", "the kit": "工具包", "backoff factor": "回退因子"}
+           "widget": "控件", "the kit": "工具包", "backoff factor": "缩小乘数",
+           # issue #39: one term per concept, each against a framework's page
+           "hysteresis": "滞后次数", "clean step": "正常步", "growth interval": "增长间隔"}
 
 
 def _glossary_problems(rows):
@@ -88,9 +90,35 @@ def test_the_decided_terms_are_the_glossary_terms_and_are_checked():
     checked = {en: zh for en, zh, _ in glossary_terms()}
     for en, zh in DECIDED.items():
         assert checked.get(en) == zh, (en, checked.get(en), zh)
-    text = (ROOT / "docs" / "glossary.md").read_text()
-    for old in ("| 有效数字 |", "| 机器精度 |", "| 逐张量缩放 |", "| 分块缩放 |", "| 激活检查点 |", "| 跳过的步 |"):
-        assert old not in text, old
+    chosen = {row[1] for row in glossary_rows() if len(row) > 1}
+    for old in ("有效数字", "机器精度", "逐张量缩放", "分块缩放", "激活检查点", "跳过的步", "回退因子"):
+        assert old not in chosen, old
+
+
+def replaced_forms_used(text: str, rows=None) -> list[str]:
+    """The forms in the glossary's "never" column that ``text`` uses, each as "form (term)"; a form inside a longer
+    term of the glossary (矩阵乘 in 矩阵乘法) is not one."""
+    rows = [r for r in (glossary_rows() if rows is None else rows) if len(r) == 5 and r[0] != "English"]
+    terms = [t.strip() for r in rows for t in r[1].split("/") if t.strip()]
+    found = []
+    for row in rows:
+        for form in (f.strip() for f in row[3].split(",") if f.strip() and not set(f.strip()) <= set("-:")):
+            for m in re.finditer(re.escape(form), text):
+                covered = any(text[m.start() - k:m.start() - k + len(t)] == t
+                              for t in terms if len(t) > len(form) for k in range(len(t) - len(form) + 1))
+                if not covered:
+                    found.append(f"{form} ({row[1]})")
+    return found
+
+
+def test_no_translation_uses_a_form_the_glossary_replaced():
+    used = {f"{path.name} [{e.msgctxt}]": replaced_forms_used(e.msgstr)
+            for path in CATALOGS for e in polib.pofile(str(path), wrapwidth=0) if not e.obsolete}
+    used = {k: v for k, v in used.items() if v}
+    assert not used, f"forms the glossary replaced (its 'never' column), still in translations: {used}"
+    rows = [["hysteresis", "滞后次数", "x", "滞后额度, 滞后计数", "✓"], ["m", "矩阵乘法", "x", "矩阵乘", ""]]
+    assert replaced_forms_used("用掉了滞后额度；一次矩阵乘", rows) == ["滞后额度 (滞后次数)", "矩阵乘 (矩阵乘法)"]
+    assert replaced_forms_used("剩余滞后次数；一次矩阵乘法", rows) == []
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.name)

@@ -86,13 +86,16 @@ def _program(source: str) -> str:
 
 
 def _prose_of_code(source: str) -> str:
-    """The comments and strings of a code cell (what a translator translates), as one text."""
+    """The comments and strings of a code cell (what a translator translates), as one text; figure text is not in it
+    (it stays English in the code and is translated in its own ``figure`` entry)."""
     parts = []
     try:
         parts += [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
                   if t.type == tokenize.COMMENT]
-        parts += [n.value for n in ast.walk(ast.parse(source))
-                  if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        tree = ast.parse(source)
+        figure = {id(n) for f in figure_nodes(tree) for n in ast.walk(f)}
+        parts += [n.value for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in figure]
     except (SyntaxError, tokenize.TokenError):
         parts.append(source)
     return "\n".join(parts)
