@@ -223,6 +223,7 @@ class _Sim:
         return self.tl
 
 
+# port: js/sink.js simulate
 def simulate(mode: str, params: SimParams, steps: int = 8) -> Timeline:
     """Simulate ``steps`` training steps in ``mode`` (one of :data:`SINK_MODES`) and return the timeline.
 
@@ -260,6 +261,7 @@ CPU_LIKE = replace(GPU_LIKE, copy=5e-6, sync=1e-6, async_device=False)
 EVENT_KINDS = ("prep", "copy", "handoff", "launch", "compute", "wait", "sync", "callback")
 
 
+# port: js/sink.js ganttBars
 def gantt_bars(timeline: Timeline, max_bars: int = 3000) -> list[Event]:
     """The timeline's events, merged for drawing: touching bars of the same kind on a lane become one; if more
     than ``max_bars`` remain, neighbours closer than one pixel-ish (total / ``max_bars``) merge into a block
@@ -324,6 +326,7 @@ class Summary:
     speedup: float          # step time of "none" divided by this mode's
 
 
+# port: js/sink.js summarise
 def summarise(mode: str, params: SimParams, steps: int | None = None) -> tuple[Timeline, Summary]:
     """Simulate ``mode`` (and ``"none"`` for the speed-up) over ``steps`` steps (default: enough for two sinks,
     at least 8) and return the timeline with its :class:`Summary`.

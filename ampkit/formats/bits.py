@@ -57,6 +57,7 @@ class Decomposition:
         """Per bit (sign first): ``"sign"``, ``"exponent"`` or ``"mantissa"``."""
         return ["sign"] + ["exponent"] * len(self.exponent) + ["mantissa"] * len(self.mantissa)
 
+    # port: js/floats.js formula
     def formula(self) -> str:
         """The stored value as a formula, e.g. ``+1.1001100110 (binary) × 2^-4``."""
         s = "-" if self.sign == "1" else "+"
@@ -72,6 +73,7 @@ def _fields(pattern: int, fi: FormatInfo) -> tuple[int, int, int]:
     return pattern >> (e_bits + m_bits), (pattern >> m_bits) & ((1 << e_bits) - 1), pattern & ((1 << m_bits) - 1)
 
 
+# port: js/floats.js decode
 def _decode(pattern: int, fi: FormatInfo) -> tuple[str, float, int | None]:
     """(kind, value, unbiased exponent) of a bit pattern, from the IEEE-754 field rules (no torch involved)."""
     s, e, m = _fields(pattern, fi)
@@ -127,6 +129,7 @@ def _build(value: float, pattern: int, fi: FormatInfo) -> Decomposition:
     )
 
 
+# port: js/floats.js explore
 def decompose(value: float, fmt: str | torch.dtype) -> Decomposition:
     """``value`` as stored in ``fmt`` (torch's own cast): bits by field, kind, stored value, errors, ulp, neighbours.
 
@@ -158,6 +161,7 @@ def from_bits(bits: int | str, fmt: str | torch.dtype) -> Decomposition:
     return _build(stored, pattern, fi)
 
 
+# port: js/floats.js flipBit
 def toggle_bit(d: Decomposition, position: int) -> Decomposition:
     """Flip one bit (``position`` 0 = sign, counting from the left as the bits are printed) of a stored number.
 

@@ -47,6 +47,7 @@ def real_value(value: object) -> float:
         return -math.inf if value < 0 else math.inf   # not 0: float(0) cannot overflow
 
 
+# port: js/floats.js parseTyped
 def parse_value(text: str) -> float:
     """Read a number typed by a learner: ``0.1``, ``1e-8``, ``-0``, ``inf``, ``nan``, ``2^-24``, ``2**-24``,
     ``0x1p-24``.

@@ -79,6 +79,7 @@ class RoundTrip:
     verdict: str  # exact, rounded, flushed to zero, overflow to inf, overflow to nan, saturated to max, nan, inf
 
 
+# port: js/kit.js verdictOf
 def verdict(value: float, stored: float, fi: FormatInfo) -> tuple[str, float, float]:
     """(verdict, abs_error, rel_error) of storing ``value`` as ``stored`` in format ``fi``.
 
@@ -102,6 +103,7 @@ def verdict(value: float, stored: float, fi: FormatInfo) -> tuple[str, float, fl
     return ("exact" if abs_err == 0 else "rounded"), abs_err, rel_err
 
 
+# port: js/rounding.js rows
 def compare_formats(value: float, fmts: tuple[str, ...] = ("float32", "bfloat16", "float16")) -> list[RoundTrip]:
     """Round ``value`` into each format and say what happened; the data behind 00's rounding slider.
 
@@ -118,6 +120,7 @@ def compare_formats(value: float, fmts: tuple[str, ...] = ("float32", "bfloat16"
     return rows
 
 
+# port: js/floats.js notesFor
 def explain(value: float, fmts: Iterable[str | torch.dtype] = tuple(FORMATS)) -> list[str]:
     """Plain-words notes on what is special about ``value`` in ``fmts`` (NaN, inf, -0.0, flush, overflow, saturation).
 
@@ -196,6 +199,7 @@ def ulp(values: float | torch.Tensor, fmt: str | torch.dtype) -> float | torch.T
     return out.item() if scalar else out
 
 
+# port: js/kit.js roundTo
 def _round_scalar(x: float, fi: FormatInfo) -> float:
     """Round a float64 to ``fi`` the way torch does (through float32, nearest even; overflow per ``overflows_to``).
 

@@ -75,6 +75,7 @@ def scheme_choices(shape: tuple[int, int]) -> tuple[str, ...]:
     return tuple(k for k, (_, t) in SCHEMES.items() if t is None or (shape[0] % t[0] == 0 and shape[1] % t[1] == 0))
 
 
+# port: js/blocks.js settingKey
 def setting_key(scheme: str, block: int | str, fmt: str, rounding: str, power_of_two: bool) -> str:
     """The key of a setting in the view's state (``js/blocks.js`` builds the same): the controls that do not apply
     to the scheme are left out.

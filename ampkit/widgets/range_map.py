@@ -176,6 +176,7 @@ class RangeMap(FrontView):
                 self.label_text = self.marker_label(v, x)
         self.marker = "" if value is None else repr(float(value))
 
+    # port: js/rangemap.js marker
     def marker_label(self, value: float, x: float) -> str:
         """The marker's label for a finite nonzero ``value`` whose log2|value| is ``x``.
 
@@ -195,6 +196,7 @@ class RangeMap(FrontView):
             self._scale_changed({"new": self.scale_exp})
         self.scale_exp = math.log2(self._scale)
 
+    # port: js/rangemap.js shiftedEdges
     @property
     def hist_edges(self) -> list[float]:
         """The histogram's bin edges (log2 |value × scale|) as drawn now."""

@@ -151,6 +151,7 @@ def _position(name: str, value: Any) -> int:
     return GRID[name].index(value)
 
 
+# port: js/replay.js nearest
 def nearest_computed(setting: Sequence, origin: Sequence) -> tuple:
     """The computed setting the page shows (greyed) for ``setting`` when no kernel can replay it: ``setting`` itself
     if it is at most one control away from ``origin``, else the control that moved farthest from ``origin`` (in
@@ -170,6 +171,7 @@ def nearest_computed(setting: Sequence, origin: Sequence) -> tuple:
     return tuple(setting[i] if i == best else origin[i] for i in range(4))
 
 
+# port: js/replay.js keyOf
 def _key(setting: Sequence) -> str:
     """The setting as the page names it: ``"16 5 0.5 1"`` (JavaScript's String of each number)."""
     return f"{int(setting[0])} {int(setting[1])} {float(setting[2])!r} {int(setting[3])}"

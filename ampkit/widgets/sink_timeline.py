@@ -6,9 +6,10 @@ a "measure on this machine" button fills the sliders from a calibration of the k
 **Why the page computes the timeline itself.** :func:`ampkit.timeline.simulate` is a small closed-form schedule: per
 step, a fixed sequence of sums and maxima of the costs (prep, copy, launch, op, sync, ...), branching only on the
 mode's three switches (data sink, graph, loop) and on ``async_device`` — the issue's "timeline of a sink setting",
-arithmetic a browser does in a millisecond. It is not a rule of the kit, and its slider grid (4 modes × 32 sink
-sizes × 401 × 301 × 400 × 401 positions × 2) is far too large to precompute, so the page ports ONLY that arithmetic
-(``simulate``, ``gantt_bars``, ``summarise`` and the readout's number formats) and the engine sends its parameters:
+arithmetic a browser does in a millisecond. Its slider grid (4 modes × 32 sink sizes × 401 × 301 × 400 × 401
+positions × 2) is far too large to precompute, so the page PORTS that arithmetic (``simulate``, ``gantt_bars``,
+``summarise``, :attr:`SinkTimeline.params` and the readout's numbers; each copy marked ``// port of`` in
+``js/sink.js`` and ``# port:`` here, docs/architecture.md "Ports") and the engine sends its parameters:
 the slider values (traits) and the costs no slider moves (``base_costs``). ``tests/browser/
 test_front_sink_arith_browser.py`` holds every bar and every printed number equal to the engine's on random settings,
 so the saved notebook moves every control with no kernel. Only "measure" needs new computation (real steps on the
@@ -179,6 +180,7 @@ class SinkTimeline(FrontView):
         fusion = self.base_costs["fusion"]
         return 1.0 if fusion is None else fusion
 
+    # port: js/sink.js paramsOf
     @property
     def params(self) -> SimParams:
         """The simulator's costs of the controls' setting (what ``js/sink.js``'s ``paramsOf`` computes)."""

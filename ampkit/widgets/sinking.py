@@ -44,6 +44,7 @@ SUMMARY_HEADER = mark("<tr><th>mode</th><th>step time</th><th>steps/s</th>"
                       "<th>device busy</th><th>syncs/step</th><th>vs no sinking</th></tr>")
 
 
+# port: js/sink.js printed
 def summary_html(s: Summary) -> str:
     """The readout table of one simulated mode; each number's cell is classed (``ampkit-sink-step``, ``-rate``,
     ``-util``, ``-syncs``, ``-speedup``) so browser tests can read it.

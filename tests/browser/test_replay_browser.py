@@ -65,7 +65,10 @@ def grad_max() -> tuple[float, ...]:
 
 
 def key(setting) -> str:
-    return f"{setting[0]} {setting[1]} {float(setting[2])!r} {setting[3]}"
+    """A setting as the page names it (replay.js keyOf, a port of the engine's replay.py _key)."""
+    from ampkit.widgets.replay import _key
+
+    return _key(setting)
 
 
 def _y(v: float) -> float:

@@ -1,12 +1,14 @@
 // @ts-check
 // Notebook 06's BlockScalingExplorer drawn in the browser (ampkit/widgets/fp8_blocks.py): per-tensor vs per-block
 // scaling, element by element. Nothing is computed here: the engine computed every setting the controls reach when
-// the view started (model "states", keyed as fp8_blocks.setting_key builds the key; "masks": which elements were
+// the view started (model "states", keyed as fp8_blocks.setting_key builds the key, which settingKey ports, marked
+// on both sides; "masks": which elements were
 // flushed / saturated, as flat indices or a base64 bit mask) and the page SELECTS the setting's entry. Every word
 // comes from the model's "text" (the kit's language); the readout's numbers are the engine's.
 
 const W = 700, M = { left: 48, right: 12, top: 72 }, PH = 180, GAP = 44;   // two panels of PH px, one per row set
 
+// port of ampkit/widgets/fp8_blocks.py setting_key (tests/browser/test_fp8_blocks_browser.py)
 /** The key of a setting (fp8_blocks.setting_key): the controls that do not apply to the scheme are left out. */
 export function settingKey(scheme, block, fmt, rounding, pow2) {
   return scheme === "mx" ? `mx|${block}|${fmt}|${rounding}` : `${scheme}|${fmt}|${pow2 ? 1 : 0}`;

@@ -1,10 +1,12 @@
 // @ts-check
 // Notebook 01's FloatExplorer drawn in the browser (ampkit/widgets/formats.py): one number in every format, bit by
-// bit. The page does only trivial arithmetic on the limits the engine sent per format (model "formats", read from
-// ampkit.formats.info): rounding (kit.js roundTo), a stored value's bit pattern and a pattern's value (sign,
-// exponent and mantissa fields, subnormals, the inf/NaN encodings the engine names), ulp and neighbours, and the
-// reading of typed text; tests/browser/test_front_floats_arith_browser.py checks each formula against
-// ampkit.formats.decompose / toggle_bit / parse_value / explain on random inputs. The notes are the engine's
+// bit. A PORT of engine rules (docs/architecture.md, "Ports"): the input is free (any typed number, any bit
+// flipped), so the engine cannot send every state; the page computes, on the limits the engine sent per format
+// (model "formats", read from ampkit.formats.info), copies of ampkit.formats' decompose (rounding: kit.js roundTo; a
+// stored value's bit pattern), _decode (a pattern's value, subnormals, the inf/NaN encodings the engine names),
+// toggle_bit, Decomposition.formula, explain and parse_value, each marked "// port of" here and "# port:" on its
+// Python original (change both together); tests/browser/test_front_floats_arith_browser.py checks each against the
+// engine on random inputs. The notes are the engine's
 // explain() templates (model "note_templates"), filled here with the numbers; the page never writes a note itself.
 // The range map beside it is its own view (js/rangemap.js), rendered here through anywidget's host and moved by
 // setting its marker, so the saved notebook moves both with no kernel.
@@ -75,6 +77,7 @@ function fromHex(s) {
 const PY_FLOAT = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf|infinity|nan)$/i;
 const POW = /^\s*([+-]?)\s*(\d+(?:\.\d*)?)\s*(?:\*\*|\^)\s*\(?\s*([+-]?\d+)\s*\)?\s*$/;
 
+// port of ampkit/formats/parse.py parse_value (tests/browser/test_front_floats_arith_browser.py)
 /** Read what a learner typed as ampkit.formats.parse_value does: {value}, {error: [template key, text]}, or
  * {inexact: true} for a power that Python's ** rounds (the engine reads it; without a kernel the page says so). */
 export function parseTyped(text) {
@@ -131,6 +134,7 @@ function fields(p, f) {
   return [s, e, rest - e * M];
 }
 
+// port of ampkit/formats/bits.py _decode (tests/browser/test_front_floats_arith_browser.py)
 /** {kind, value, unbiased} of a bit pattern: the IEEE field rules, inf/NaN as the format has them. */
 export function decode(p, f) {
   const [s, e, m] = fields(p, f);
@@ -147,6 +151,7 @@ export function decode(p, f) {
            unbiased: e - f.bias };
 }
 
+// port of ampkit/formats/bits.py toggle_bit (tests/browser/test_front_floats_arith_browser.py)
 /** The pattern with bit `pos` (0 = sign, from the left) flipped. */
 export function flipBit(p, pos, f) {
   const w = 2 ** (f.bits - 1 - pos);
@@ -171,6 +176,7 @@ export function describe(value, p, f) {
            unbiased: d.unbiased, stored: d.value, abs_error: absError, rel_error: relError, ulp, prev, next, verdict };
 }
 
+// port of ampkit/formats/bits.py decompose (tests/browser/test_front_floats_arith_browser.py)
 /** The state of every format for `value` (`flipped`: {fmt, pattern} shown as it is, as from_bits gives it). */
 export function explore(value, formats, flipped) {
   return formats.map((f) => {
@@ -179,6 +185,7 @@ export function explore(value, formats, flipped) {
   });
 }
 
+// port of ampkit/formats/bits.py Decomposition.formula (tests/browser/test_front_floats_arith_browser.py)
 /** d.formula() of the engine: "+1.1001100110 (binary) × 2^-4". */
 export function formula(d) {
   const s = d.sign === "1" ? "-" : "+";
@@ -199,6 +206,7 @@ function fill(template, fields) {
   });
 }
 
+// port of ampkit/formats/rounding.py explain (tests/browser/test_front_floats_arith_browser.py)
 /** explain(value, fmts): the engine's notes for the special values it sent, else its templates filled. */
 export function notesFor(value, states, notes) {
   const key = pyRepr(value);

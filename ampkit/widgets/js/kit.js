@@ -1,8 +1,10 @@
 // @ts-check
 // ampkit's front-end kit: what every view drawn in the browser shares (ampkit/widgets/front.py prepends this file
-// to each view's module; no build step, nothing fetched). Only trivial arithmetic lives here — a rounding to a
-// format whose limits the engine sent, a number printed the way Python prints it — and tests/browser check each
-// formula against the Python engine on random inputs (tests/browser/test_front_arithmetic_browser.py). Each small
+// to each view's module; no build step, nothing fetched). Two PORTS of engine rules live here, marked on both sides
+// (docs/architecture.md, "Ports"): a rounding to a format whose limits the engine sent (roundTo, of
+// ampkit.formats.rounding._round_scalar) and its verdict (verdictOf); the rest is a number printed the way Python
+// prints it, and tests/browser check each formula against Python on random inputs
+// (tests/browser/test_front_arithmetic_browser.py). Each small
 // rule has its one home here: Python's printing (pyRepr, pySci, pyFixed, pyG, pyStrRepr), a format's rounding,
 // whether a kernel is behind the page (kernelPresence), listening to traits, axis ticks, loss plots' scales and
 // lines, a pressed toggle.
@@ -107,6 +109,7 @@ export function pyStrRepr(s) {
   return q + body + q;
 }
 
+// port of ampkit/formats/rounding.py _round_scalar (tests/browser/test_front_arithmetic_browser.py)
 /** x rounded to the nearest value of a binary format (round half to even, subnormals kept), given the format's
  * limits as the engine sent them: {mantissa_bits, emin, max, overflow_threshold, overflow_tie_up, overflows_to,
  * via_float32}. via_float32: torch casts a float64 to a narrower format through float32 (two roundings). */
@@ -130,6 +133,7 @@ export function roundTo(x, f) {
   return x < 0 ? -y : y;
 }
 
+// port of ampkit/formats/rounding.py verdict (tests/browser/test_front_arithmetic_browser.py)
 /** What storing `value` as `stored` did: [verdict, abs error, rel error] (the engine's ampkit.formats.verdict).
  * Given the format's limits f, a finite value past the overflow line stored finite is "saturated to max".
  * @param {number} value

@@ -1,9 +1,11 @@
 // @ts-check
 // Notebook 01's RangeMap drawn in the browser (ampkit/widgets/range_map.py): every format on one log2 axis in the
 // kit's band colours, a marker for a value, optionally a histogram of values with a loss-scale slider. The bands,
-// the histogram at scale 1 and the summary line of every slider position come from the engine; the arithmetic here
-// is trivial (the marker's x = log2|value|, the bars moved by log2(scale), numbers printed as Python prints them)
-// and tests/browser/test_front_rangemap_arith_browser.py checks each formula against the engine.
+// the histogram at scale 1 and the summary line of every slider position come from the engine. Two PORTS
+// (docs/architecture.md, "Ports"), each marked on both sides: the marker of a free value (the explorer's typed
+// number; RangeMap.marker_label: x = log2|value|, its label) and the bars moved by log2(scale) (RangeMap.hist_edges:
+// one exact addition a slider position; sending the edges of all 33 positions instead would add ~6 KB to each saved
+// map for that addition); tests/browser/test_front_rangemap_arith_browser.py checks each against the engine.
 
 const BAND_KEYS = ["flushed", "subnormal", "normal", "overflow"];
 
@@ -12,6 +14,7 @@ export function parseRepr(text) {
   return text === "" ? null : fromRepr(text);
 }
 
+// port of ampkit/widgets/range_map.py RangeMap.marker_label (tests/browser/test_front_rangemap_arith_browser.py)
 /** Where the marker of `value` goes: {x: log2|value| (Infinity for inf), pos: x clamped to [lo, hi], label}; x and
  * pos are null where a value has no place on a log axis (0, NaN) or there is none. */
 export function marker(value, lo, hi, text) {
@@ -26,6 +29,7 @@ export function marker(value, lo, hi, text) {
   return { x, pos, label };
 }
 
+// port of ampkit/widgets/range_map.py RangeMap.hist_edges (tests/browser/test_front_rangemap_arith_browser.py)
 /** The histogram's bin edges at log2(scale) = k: the engine's edges at scale 1, moved k octaves. */
 export function shiftedEdges(edges, k) {
   return edges.map((e) => e + k);

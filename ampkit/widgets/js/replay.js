@@ -5,7 +5,9 @@
 // setting and every setting one control away from it, and every preset from each start (model "lines": the scale
 // per step as run-length log2 values, the skipped steps, the readout's numbers as the engine prints them); the page
 // SELECTS. Another setting is replayed by the kernel on a move (model "current"); with no kernel, the nearest
-// computed setting is shown greyed with one line saying so. Every word comes from the model's "text".
+// computed setting is shown greyed with one line saying so (nearest, and the setting's name keyOf: PORTS of
+// replay.py's nearest_computed and _key, marked on both sides; the grid holds 3.3 million settings). Every word comes
+// from the model's "text".
 // This view's own helpers: fillNodes (a template whose fields are nodes), marker shapes.
 
 const W = 780, H = 410, M = { left: 58, right: 212, top: 36, bottom: 46 };
@@ -38,9 +40,11 @@ export function parseLine(line, preset = false) {
            stopped: f[3] === "-" ? null : f[3], final: f[4], skipped: f[5], appliedCount: f[6] };
 }
 
+// port of ampkit/widgets/replay.py _key (tests/browser/test_replay_browser.py)
 /** The setting as the engine names it ("16 5 0.5 1"). */
 export const keyOf = (s) => s.map(String).join(" ");
 
+// port of ampkit/widgets/replay.py nearest_computed (tests/browser/test_replay_browser.py)
 /** The computed setting shown for `setting` (replay.py's nearest_computed: one control away from `origin`, or the
  * control moved farthest, as a share of its slider, with the others back at `origin`). */
 export function nearest(setting, origin, grid) {

@@ -1,8 +1,11 @@
 // @ts-check
 // Notebook 00's RoundingSlider drawn in the browser (ampkit/widgets/start.py): a log-scale slider and a table of
-// how each format stores the value. The rounding is kit.js's roundTo with the limits the engine sent
-// (model "formats"); every word comes from the model's "text" (the kit's language).
+// how each format stores the value. A PORT (docs/architecture.md, "Ports"): the value is free (typed in the
+// readout, or the slider's 10 ** x), so the page computes ampkit.formats.compare_formats itself (rows: kit.js's
+// roundTo and verdictOf, with the limits the engine sent, model "formats"); every word comes from the model's
+// "text" (the kit's language).
 
+// port of ampkit/formats/rounding.py compare_formats (tests/browser/test_front_arithmetic_browser.py)
 export function rows(value, formats) {
   return formats.map((f) => {
     const stored = roundTo(value, f);

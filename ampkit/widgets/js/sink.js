@@ -3,15 +3,19 @@
 // training step -> the simulated timeline (Gantt lanes loader, host, device) with its step time, steps/s, device
 // utilisation, syncs per step and speed-up, and a "measure" button that calibrates the costs on the kernel's machine.
 //
-// The timeline of a sink setting is trivial arithmetic (sums and maxima of the costs, in a fixed order): this module
-// ports ampkit.timeline's simulate, gantt_bars and summarise line by line, from the costs the engine sent (model
-// "base_costs": the costs no slider moves; the sliders' traits) — no rule of the kit lives here, and
-// tests/browser/test_front_sink_arith_browser.py holds every bar and every printed number equal to the engine's on
-// random settings. Python's number formats (pyFixed, pyG) are kit.js's. Every word comes from the model's "text" (the kit's language).
+// A PORT of engine rules (docs/architecture.md, "Ports"): the sliders reach ~5e12 settings (4 modes × 32 sink sizes
+// × 401 × 301 × 400 × 401 positions × 2) and "measure" sends costs no one can list beforehand, so the engine cannot
+// send every timeline. This module therefore copies ampkit.timeline's simulate, gantt_bars and summarise (and
+// SinkTimeline.params, sinking.summary_html's numbers) line by line, from the costs the engine sent (model
+// "base_costs": the costs no slider moves; the sliders' traits). Each copy is marked "// port of" here and "# port:"
+// on its Python original: change both together. tests/browser/test_front_sink_arith_browser.py holds every bar and
+// every printed number equal to the engine's on random settings. Python's number formats (pyFixed, pyG) are kit.js's.
+// Every word comes from the model's "text" (the kit's language).
 
 export const LANE_NAMES = ["loader", "host", "device"];
 export const SINK_MODE_NAMES = ["none", "data", "data+graph", "data+graph+loop"];
 
+// port of ampkit/widgets/sink_timeline.py SinkTimeline.params (tests/browser/test_front_sink_arith_browser.py)
 /** The SimParams of a setting (ampkit.widgets.sink_timeline.SinkTimeline.params): slider values in µs, base in s. */
 export function paramsOf(c, base) {
   const nOps = c.op_count, op = c.op_us * 1e-6;
@@ -38,6 +42,7 @@ function record(lane, kind, s, e) {
   }
 }
 
+// port of ampkit/timeline.py simulate (tests/browser/test_front_sink_arith_browser.py)
 /** ampkit.timeline.simulate(mode, p, steps): {lanes: {loader, host, device} (each merged as gantt_bars merges),
  * total, syncs, computeBusy (the device's compute time, summed in the engine's order)}; keep=false records no bars. */
 export function simulate(mode, p, steps, keep = true) {
@@ -108,6 +113,7 @@ function block(name, lane, i0, i1) {
   return [name, kind, lane.start[i0], lane.end[i1 - 1]];
 }
 
+// port of ampkit/timeline.py gantt_bars (tests/browser/test_front_sink_arith_browser.py)
 /** ampkit.timeline.gantt_bars(timeline, maxBars): [[lane, kind, start, end], ...], lane by lane (the touching bars
  * of one kind already merged by simulate; beyond maxBars, neighbours closer than total * 3 / maxBars merged into
  * blocks). */
@@ -141,6 +147,7 @@ export function ganttBars(tl, maxBars = 1500) {
   return coarse;
 }
 
+// port of ampkit/timeline.py summarise (tests/browser/test_front_sink_arith_browser.py)
 /** ampkit.timeline.summarise(mode, p): the timeline, its bars and the summary's numbers. */
 export function summarise(mode, p) {
   const steps = Math.max(8, 2 * p.sink_size);
@@ -152,6 +159,7 @@ export function summarise(mode, p) {
            speedup: tl.total > 0 ? base.total / tl.total : Infinity };
 }
 
+// port of ampkit/widgets/sinking.py summary_html (tests/browser/test_front_sink_arith_browser.py)
 /** The readout's numbers as ampkit.widgets.sinking.summary_html prints them, and the chart's title fields. */
 export function printed(mode, s) {
   return { step: `${pyFixed(s.step_time * 1e6, 1)} µs`, rate: pyFixed(s.steps_per_s, 0, true),
