@@ -20,6 +20,9 @@ module        holds
               normal or overflow when cast; used on scaled gradients by ``ampkit.scaling``),
               :func:`classify_codes`, :func:`range_bands` (the same bands as intervals of log2|x|, for the range map)
 ``parse``     :func:`parse_value`: a number typed by a learner
+``e2m1``      E2M1, the 4-bit float of MXFP4/NVFP4 (no torch cast on a CPU): :func:`e2m1_encode` (ties to even,
+              saturating), :func:`e2m1_decode`, :func:`pack_e2m1`; reachable by name (``info("e2m1")``), not in
+              :data:`FORMATS` (taught in ``10_fp4.ipynb``)
 ============  =======================================================================================================
 
 The widgets over them are :class:`ampkit.widgets.FloatExplorer` and :class:`ampkit.widgets.RangeMap`.
@@ -40,6 +43,16 @@ from __future__ import annotations
 
 from ampkit.formats.bands import CLASSES, Classification, RangeBands, classify, classify_codes, range_bands
 from ampkit.formats.bits import PATTERN_KINDS, Decomposition, decompose, from_bits, toggle_bit
+from ampkit.formats.e2m1 import (
+    E2M1,
+    E2M1_MAX,
+    E2M1_VALUES,
+    e2m1_decode,
+    e2m1_encode,
+    e2m1_round,
+    pack_e2m1,
+    unpack_e2m1,
+)
 from ampkit.formats.parse import parse_value
 from ampkit.formats.registry import (
     FORMATS,
@@ -58,4 +71,5 @@ __all__ = [
     "FormatInfo", "info", "Classification", "classify", "classify_codes", "PATTERN_KINDS", "CLASSES",
     "Decomposition", "decompose", "from_bits", "toggle_bit", "ulp", "accumulate", "range_bands",
     "RangeBands", "parse_value", "explain", "FP16_MAX", "FP16_TINY", "FP32_MAX", "to_fp32",
+    "E2M1", "E2M1_MAX", "E2M1_VALUES", "e2m1_encode", "e2m1_decode", "e2m1_round", "pack_e2m1", "unpack_e2m1",
 ]

@@ -11,6 +11,11 @@ module        holds
 ``compare``   per-tensor vs per-block scaling, element by element (:func:`compare_blocks`, :func:`compare_tiles`,
               :func:`outlier_tensor`)
 ``linear``    ``Fp8Linear`` (fp8 forward / e5m2 backward, fp32 products), ``torch._scaled_mm`` check
+``nvfp4``     NVFP4's two levels (fp32 tensor scale, E4M3 scale per 1×16 or 16×16 block, E2M1 values), as
+              Transformer Engine's reference quantizer (v2.8, v2.18) and torchao compute them (``10_fp4.ipynb``)
+``hadamard``  the 16×16 random Hadamard transform with Transformer Engine's fixed signs (``10_fp4.ipynb``)
+``stochastic`` stochastic rounding onto E2M1 with a seeded generator, and its statistical bound (``10_fp4.ipynb``)
+``fp4_linear`` ``NVFP4Linear``: the NVFP4 recipe's forward and backward quantization, layers kept in bf16
 ============  =======================================================================================================
 
 Notebook 06's own runs (fp8 vs bf16 vs fp32 training of a kit model, a recorded run's amaxes with spikes) are in
@@ -30,8 +35,11 @@ from ampkit.fp8.delayed import (
     delayed_scales,
     recipe_formats,
 )
+from ampkit.fp8.fp4_linear import NVFP4Linear, NVFP4Recipe, to_nvfp4
+from ampkit.fp8.hadamard import TE_SIGNS, hadamard_matrix, rht, rht_matrix
 from ampkit.fp8.linear import Fp8Linear, Fp8Recipe, fp8_matmul, scaled_mm_agrees, scaled_mm_available, to_fp8
 from ampkit.fp8.mx import (
+    ELEMENTS,
     MXReport,
     e8m0_decode,
     e8m0_encode,
@@ -41,6 +49,7 @@ from ampkit.fp8.mx import (
     mx_quantize,
     mx_report,
 )
+from ampkit.fp8.nvfp4 import ARITHMETICS, NVFP4Tensor, nvfp4_dequantize, nvfp4_fake_quantize, nvfp4_quantize
 from ampkit.fp8.quantize import (
     QuantReport,
     amax_of,
@@ -58,6 +67,7 @@ from ampkit.fp8.quantize import (
     saturation_threshold,
     scale_inv,
 )
+from ampkit.fp8.stochastic import round_up_probability, sr_mean_bound, stochastic_e2m1
 from ampkit.fp8.tiles import (
     tile_fake_quantize,
     tile_scales,
@@ -77,4 +87,8 @@ __all__ = [
     "BlockStats", "block_stats", "tile_stats", "compare_blocks", "compare_tiles", "outlier_tensor",
     # the simulated fp8 linear layer
     "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
+    # FP4: MXFP4 (mx with fmt="e2m1"), NVFP4, the Hadamard transform, stochastic rounding, the simulated layer
+    "ELEMENTS", "ARITHMETICS", "NVFP4Tensor", "nvfp4_quantize", "nvfp4_dequantize", "nvfp4_fake_quantize",
+    "TE_SIGNS", "hadamard_matrix", "rht_matrix", "rht", "stochastic_e2m1", "round_up_probability", "sr_mean_bound",
+    "NVFP4Recipe", "NVFP4Linear", "to_nvfp4",
 ]

@@ -29,6 +29,20 @@ inf amax the byte 0xFE.) The block size must divide the last dimension (no paddi
 >>> q, e, bad = mx_quantize(torch.tensor([[1e-44] * 32, [float("inf")] * 32]), rounding="te")
 >>> e.tolist(), e8m0_encode(e, bad).tolist()
 ([[-127], [127]], [[0], [255]])
+
+MXFP4 is the same rule with E2M1 elements (``fmt="e2m1"``, taught in ``10_fp4.ipynb``): ``emax_elem`` is 2
+(6 = 1.5·2**2) and the elements are E2M1 codes (uint8, :mod:`ampkit.formats.e2m1`). The other scale rules a reader
+meets, as torchao's ``ScaleCalculationMode`` names them (``torchao/prototype/mx_formats/config.py`` at 0.18), each
+exact here from the fp32 bits (torchao's RCEIL calls ``torch.log2``; the kit never does):
+
+``"floor"``  torchao's FLOOR: the OCP rule (another name for ``"ocp"``).
+``"ceil"``   ``ceil(log2(amax)) - emax_elem``: the block's amax never lands above the top binade, so nothing
+             saturates, but a block whose amax is just above a power of two loses a binade for its small values.
+``"even"``   round amax to ``mbits`` mantissa bits first (a significand of at least ``2 - 2**-(mbits+1)`` rounds
+             up to the next power of two), then FLOOR: saturates less than FLOOR, flushes less than CEIL.
+``"rceil"``  ``ceil(log2(fp32(amax / elem_max)))``: the smallest power of two that brings the block's amax
+             within the element's max (cuBLAS's rule for UE8M0 scales, torchao's RCEIL, and Transformer Engine's
+             reference quantizer for MXFP4, ``cast_to_e8(vec_max / 6)``). For e2m1 ``"te"`` is this rule.
 """
 from __future__ import annotations
 
@@ -38,26 +52,59 @@ from dataclasses import dataclass
 import torch
 
 from ampkit._util import check_choice, check_int
+from ampkit.formats.e2m1 import E2M1_MAX, E2M1_SATURATION, e2m1_decode, e2m1_encode
 from ampkit.fp8.quantize import FP8_FORMATS, fp8_dtype, fp8_max, fp8_name, fp8_to_float, saturates
 from ampkit.i18n import tr
 
-__all__ = ["ROUNDINGS", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
+__all__ = ["ROUNDINGS", "ELEMENTS", "elem_name", "elem_max", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS",
+           "E8M0_NAN", "emax_elem", "mx_exponents",
            "mx_quantize", "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block", "e8m0_encode",
            "e8m0_decode"]
 
-ROUNDINGS = ("ocp", "te")
+ROUNDINGS = ("ocp", "te", "floor", "ceil", "even", "rceil")
+#: the element formats of an MX block: MXFP8 (e4m3, e5m2) and MXFP4 (e2m1)
+ELEMENTS = ("e4m3", "e5m2", "e2m1")
+_E2M1_NAMES = ("e2m1", "fp4", "float4_e2m1", "float4_e2m1fn", "mxfp4")
+#: mantissa bits of each element format (torchao's EVEN rounds the block amax to this many)
+_MBITS = {"e4m3": 3, "e5m2": 2, "e2m1": 1}
 MX_BLOCK = 32
 #: E8M0 (OCP MX v1.0 §5.4.1): 8 exponent bits, bias 127, exponents -127 … 127, byte 0xFF = NaN (no inf, no zero).
 E8M0_MIN, E8M0_MAX, E8M0_BIAS, E8M0_NAN = -127, 127, 127, 0xFF
 
 
-def emax_elem(fmt: str | torch.dtype) -> int:
-    """Exponent of the element format's largest normal: floor(log2(fp8_max)) (8 for e4m3, 15 for e5m2).
+def elem_name(fmt: str | torch.dtype) -> str:
+    """``"e4m3"``, ``"e5m2"`` or ``"e2m1"`` for any accepted spelling of an MX element format.
 
-    >>> emax_elem("e4m3"), emax_elem("e5m2")                    # 448 = 1.75 * 2**8, 57344 = 1.75 * 2**15
-    (8, 15)
+    >>> elem_name("fp4"), elem_name(torch.float8_e5m2)
+    ('e2m1', 'e5m2')
     """
-    return math.floor(math.log2(fp8_max(fmt)))
+    if isinstance(fmt, str) and fmt.strip().lower() in _E2M1_NAMES:
+        return "e2m1"
+    if fmt == getattr(torch, "float4_e2m1fn_x2", None):
+        return "e2m1"
+    try:
+        return fp8_name(fmt)
+    except ValueError:
+        raise ValueError(f"unknown MX element format {fmt!r}; valid: {', '.join(map(repr, ELEMENTS))}") from None
+
+
+def elem_max(fmt: str | torch.dtype) -> float:
+    """The element format's largest value (448, 57344, 6).
+
+    >>> elem_max("e2m1")
+    6.0
+    """
+    name = elem_name(fmt)
+    return E2M1_MAX if name == "e2m1" else fp8_max(name)
+
+
+def emax_elem(fmt: str | torch.dtype) -> int:
+    """Exponent of the element format's largest normal: floor(log2(elem_max)) (8 for e4m3, 15 for e5m2, 2 for e2m1).
+
+    >>> emax_elem("e4m3"), emax_elem("e5m2"), emax_elem("e2m1")   # 448 = 1.75·2**8, 57344 = 1.75·2**15, 6 = 1.5·2**2
+    (8, 15, 2)
+    """
+    return math.floor(math.log2(elem_max(fmt)))
 
 
 def check_block(x: torch.Tensor, block: int) -> int:
@@ -95,7 +142,7 @@ def mx_exponents(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, roun
     ([[0]], [[1]])
     """
     rounding = check_choice("rounding", rounding, ROUNDINGS)
-    return _exponents(_blocks(x, check_block(x, block)), fp8_name(fmt), rounding)[0]
+    return _exponents(_blocks(x, check_block(x, block)), elem_name(fmt), rounding)[0]
 
 
 def _te_e8m0(amax: torch.Tensor, fmt: str) -> torch.Tensor:
@@ -104,7 +151,7 @@ def _te_e8m0(amax: torch.Tensor, fmt: str) -> torch.Tensor:
     ``max_norm_rcp`` is ``1 / fp8_max`` rounded to fp32 and the product is an fp32 multiply; the byte is the
     product's exponent field, plus one when its mantissa is non-zero — except at byte 0xFE (no overflow) and for a
     subnormal product at most 2**-127 (it stays 0x00); a product of 0 gives 0x00."""
-    rcp = torch.tensor(1.0 / fp8_max(fmt), dtype=torch.float32)
+    rcp = torch.tensor(1.0 / elem_max(fmt), dtype=torch.float32)
     val = amax.float() * rcp
     bits = val.view(torch.int32)
     exp, man = (bits >> 23) & 0xFF, bits & 0x7FFFFF
@@ -117,11 +164,23 @@ def _exponents(b: torch.Tensor, fmt: str, rounding: str) -> tuple[torch.Tensor, 
     """``(exponents, nonfinite_blocks)`` of blocks ``b`` (shape ``(..., n_blocks, block)``)."""
     finite = torch.isfinite(b).all(dim=-1)
     amax = torch.where(torch.isfinite(b), b.abs(), torch.zeros_like(b)).amax(dim=-1)
-    if rounding == "ocp":
-        _, ex = torch.frexp(amax)            # amax = mant * 2**ex, mant in [0.5, 1): floor(log2) = ex - 1
-        e = torch.where(amax > 0, ex - 1 - emax_elem(fmt), torch.full_like(ex, E8M0_MIN))
+    mant, ex = torch.frexp(amax)             # amax = mant * 2**ex, mant in [0.5, 1): floor(log2) = ex - 1
+    if rounding == "te" and fmt == "e2m1":  # TE's MXFP4 reference: cast_to_e8(amax / 6), the "rceil" rule
+        rounding = "rceil"
+    if rounding in ("ocp", "floor"):
+        e = ex - 1 - emax_elem(fmt)
+    elif rounding == "ceil":
+        e = torch.where(mant == 0.5, ex - 1, ex) - emax_elem(fmt)
+    elif rounding == "even":                # significand 2*mant >= 2 - 2**-(mbits+1) rounds up a binade
+        e = torch.where(2 * mant >= 2 - 2.0 ** -(_MBITS[fmt] + 1), ex, ex - 1) - emax_elem(fmt)
+    elif rounding == "rceil":
+        mq, eq = torch.frexp(amax / elem_max(fmt))   # the fp32 quotient, then the exact ceil(log2)
+        e = torch.where(mq == 0.5, eq - 1, eq)
+        e = torch.where(mq == 0, torch.full_like(e, E8M0_MIN), e)
     else:
         e = _te_e8m0(amax, fmt)
+    if rounding != "te":
+        e = torch.where(amax > 0, e, torch.full_like(e, E8M0_MIN))
     e = e.clamp(E8M0_MIN, E8M0_MAX)
     e = torch.where(finite, e, torch.full_like(e, E8M0_MAX))
     return e.to(torch.int32), ~finite
@@ -182,7 +241,7 @@ def _check_flags(flags, shape: tuple[int, ...]) -> torch.Tensor:
 def _prepare(x: torch.Tensor, fmt: str, block: int, rounding: str):
     """Validated ``(block, format name, rounding, blocks view, exponents, non-finite blocks)``."""
     block = check_block(x, block)
-    name, rounding = fp8_name(fmt), check_choice("rounding", rounding, ROUNDINGS)
+    name, rounding = elem_name(fmt), check_choice("rounding", rounding, ROUNDINGS)
     b = _blocks(x, block)
     return (block, name, rounding, b, *_exponents(b, name, rounding))
 
@@ -196,8 +255,10 @@ def mx_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, round
     ([[384.0, 64.0, 4.0, 384.0]], [[-7, -2]], [[False, False]])
     """
     _, name, _, b, e, bad = _prepare(x, fmt, block, rounding)
-    m = fp8_max(name)
+    m = elem_max(name)
     scaled = torch.ldexp(b, (-e).unsqueeze(-1).float()).clamp(-m, m)
+    if name == "e2m1":                      # MXFP4: E2M1 codes, one per byte
+        return e2m1_encode(scaled).reshape(x.shape), e, bad
     return scaled.to(fp8_dtype(name)).reshape(x.shape), e, bad
 
 
@@ -212,9 +273,10 @@ def mx_dequantize(q: torch.Tensor, exponents: torch.Tensor, nonfinite_blocks: to
     >>> mx_dequantize(q, exponents, nonfinite, block=2).tolist()    # 100 -> 384 * 2**-2 = 96: e4m3's 3 mantissa bits
     [[3.0, 0.5, 1.0, 96.0]]
     """
-    if not isinstance(q, torch.Tensor) or q.dtype not in FP8_FORMATS.values():
+    if not isinstance(q, torch.Tensor) or q.dtype not in (*FP8_FORMATS.values(), torch.uint8):
         got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
-        raise TypeError(f"q must be a float8_e4m3fn or float8_e5m2 tensor (from mx_quantize); got {got}")
+        raise TypeError(f"q must be a float8_e4m3fn or float8_e5m2 tensor, or uint8 E2M1 codes (from mx_quantize); "
+                        f"got {got}")
     block = check_block(q, block)
     shape = (*q.shape[:-1], q.shape[-1] // block)
     if isinstance(exponents, torch.Tensor) and exponents.dtype == torch.uint8:
@@ -226,7 +288,7 @@ def mx_dequantize(q: torch.Tensor, exponents: torch.Tensor, nonfinite_blocks: to
         scales = torch.ldexp(torch.ones(shape), _check_exponents(exponents, shape).float())
     if nonfinite_blocks is not None:
         scales = torch.where(_check_flags(nonfinite_blocks, shape), torch.full_like(scales, float("nan")), scales)
-    b = fp8_to_float(q).reshape(*shape, block)
+    b = (e2m1_decode(q) if q.dtype == torch.uint8 else fp8_to_float(q)).reshape(*shape, block)
     return (b * scales.unsqueeze(-1)).reshape(q.shape)
 
 
@@ -265,7 +327,8 @@ def mx_report(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, roundin
     block, name, rounding, b, e, _ = _prepare(x, fmt, block, rounding)
     deq = mx_fake_quantize(x, name, block, rounding).reshape(b.shape)
     finite = torch.isfinite(b)
-    sat = finite & saturates(torch.ldexp(b, (-e).unsqueeze(-1).float()).abs(), name)
+    scaled = torch.ldexp(b, (-e).unsqueeze(-1).float()).abs()
+    sat = finite & (scaled >= E2M1_SATURATION if name == "e2m1" else saturates(scaled, name))
     flushed = finite & (b != 0) & (deq == 0)
     n = max(b.numel(), 1)
     err = torch.where(finite, b - deq, torch.zeros_like(b))
