@@ -102,7 +102,7 @@ def kit_views_only(nb: Any, name: str) -> Any:
 def tex_warnings(nb: Any) -> list[str]:
     """The TeX in ``nb``'s markdown that the page shows literally (it loads no math renderer): ``ampkit._nbstatic``'s
     findings."""
-    return [p for p in static_view_problems(nb.get("cells", [])) if "TeX" in p]
+    return [p for p in static_view_problems(nb.get("cells", []), secrets=()) if "TeX" in p]
 
 
 def _runtime(runtime_url: str | None) -> str:

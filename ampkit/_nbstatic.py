@@ -1,58 +1,76 @@
-"""What a reader without a kernel sees: the rules that keep a notebook's answers hidden on GitHub, nbviewer and an
-HTML export, and its text readable there (developer tool; ``ampkit._nbtools.hygiene_problems`` runs it on every
-committed notebook, both editions).
+"""What a reader without a kernel sees: the rules that keep a notebook's answers, hints and solutions out of plain
+view on GitHub, nbviewer, an HTML export and the site, and its text readable there (developer tool;
+``ampkit._nbtools.hygiene_problems`` runs it on every committed notebook, both editions).
 
-A static view ignores ``source_hidden`` and shows every cell's source. So, per exercise:
+A static view ignores ``source_hidden``: it shows every cell's source and every stored output, and a closed
+``<details>`` only once clicked. So, per exercise (``ampkit.exercises``):
 
-    markdown  <details class="ampkit-solution"><summary>…Exercise N… (click to reveal)</summary>   the explanation,
-              …the answer and why…                                                              one click away
+    code      ex = exercises("03_loss_scaling", grads=grads)        the set-up: no answer, no hint in sight
+    code      answer_N = ...  /  ex.check(N, answer_N);             the hint is printed only after a wrong answer
+    markdown  <details class="ampkit-solution"><summary>…Exercise N… (click to reveal)</summary>
+              …the answer and why…
               </details>
-    code      with solution("Exercise N"):          the title only: no answer text in the source
-                  …computes the answer, prints, asserts…
-                  assert check("exercise N (solution)", computed, expected_N)   never a literal answer
+    code      ex.solution(N)                                        its code and output shown in a closed <details>
 
-and the set-up cell computes ``expected_N`` (never a formula of constants that shows it) and holds the hints
-(``hint_N``), which ``check`` prints only after a wrong answer: written in the answer cell, a hint is read before
-the learner commits. Markdown holds no TeX
-``$…$`` (an offline HTML export has no MathJax and shows it literally), and no stored output is a bare
+:func:`static_view_problems` renders the cells as such a renderer would (closed ``<details>`` left out) and finds no
+hint (English or Chinese) and no line of a solution's source of any exercise module, no ``hint_N``/``expected_N``
+computed in a code cell and no ``with solution(`` block (the old layout, whose code was in plain view). Markdown
+holds no TeX ``$…$`` (an offline HTML export has no MathJax and shows it literally), and no stored output is a bare
 ``True``/``False`` (an unanswered ``check`` ends with ``;``).
 """
 from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 
-__all__ = ["static_view_problems"]
+__all__ = ["static_view_problems", "static_text", "revealed"]
 
 _DETAILS_OPEN = re.compile(r"^\s*<details class=[\"']ampkit-solution[\"']>\s*<summary>.+</summary>", re.S)
-_SOLUTION_LINE = re.compile(r"^with solution\(\s*(\"[^\"\n]*\"|'[^'\n]*')\s*\):\s*$")
-_EXPECTED = re.compile(r"^expected_\d+$")
+_CLOSED_DETAILS = re.compile(r"<details\b(?![^>]*\bopen\b)[^>]*>.*?</details>", re.S | re.I)
+_SOLUTION_CALL = re.compile(r"^\w+\.solution\(\d+\);?$")
+_ANSWER_NAMES = re.compile(r"^(?:hint|expected)_\d+$")
 _CODE_SPAN = re.compile(r"`+[^`]*`+")
 _TEX = re.compile(r"\$\$|(?<![\\\w])\$[^$\n]+?\$(?!\w)")
-# names that only rename constants: an ``expected_N`` built from these alone shows its value to a reader
-_CONSTANT_NAMES = {"math", "abs", "float", "int", "round", "pow", "min", "max", "set", "frozenset", "tuple", "sorted"}
 
 
 def _source(cell: dict) -> str:
     return "".join(cell.get("source", ""))
 
 
-def _is_literal(node: ast.AST) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+def _text(value) -> str:
+    return value if isinstance(value, str) else "".join(value)
 
 
-def _shows_its_value(node: ast.AST) -> bool:
-    """A literal, or arithmetic on literals through ``math`` and builtins only (``math.sqrt(math.sqrt(64))``)."""
-    if _is_literal(node):
-        return True
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    allowed = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Constant, ast.Name, ast.Call,
-               ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.Set, ast.List, ast.keyword)
-    return names <= _CONSTANT_NAMES and all(isinstance(n, allowed) for n in ast.walk(node))
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def static_text(cells: list[dict]) -> str:
+    """What a static renderer shows of ``cells`` without a click: every source (``source_hidden`` ignored) and
+    every stored output, the contents of closed ``<details>`` left out."""
+    parts = []
+    for c in cells:
+        parts.append(_source(c))
+        for out in c.get("outputs", []):
+            if "text" in out:
+                parts.append(_text(out["text"]))
+            for mime, value in out.get("data", {}).items():
+                if mime.startswith("text/"):
+                    parts.append(_text(value))
+    return _squeeze(_CLOSED_DETAILS.sub("", "\n".join(parts)))
+
+
+@lru_cache(maxsize=1)
+def _revealing() -> tuple[str, ...]:
+    from ampkit.exercises import exercise_modules, revealing_texts  # the exercise modules import torch: on demand
+
+    return tuple(sorted({_squeeze(t).strip() for m in exercise_modules() for t in revealing_texts(m) if t.strip()}))
+
+
+def revealed(text: str, secrets: tuple[str, ...] | None = None) -> list[str]:
+    """The hints and solution lines (of every exercise module, or ``secrets``) found in ``text``."""
+    return [s for s in (_revealing() if secrets is None else secrets) if s in text]
 
 
 def _parse(src: str) -> ast.AST | None:
@@ -64,47 +82,30 @@ def _parse(src: str) -> ast.AST | None:
         return None
 
 
-def _literal_answers(tree: ast.AST) -> list[str]:
+def _answers_in_source(tree: ast.AST) -> list[str]:
+    """``hint_N = ...`` / ``expected_N = ...``, ``check(..., hint=...)`` and ``with solution(...)`` in a cell."""
     found = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check"
-                and len(node.args) >= 2 and _is_literal(node.args[1])):
-            found.append(ast.unparse(node.args[1]))
-    return found
-
-
-def _hints_in_sight(tree: ast.AST) -> list[str]:
-    """Exercises whose answer cell spells out its hint (``check("exercise N", ..., hint="...")``): a learner reads
-    it before answering. The hint belongs in the collapsed set-up cell (``hint_N = ...``)."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
-            for kw in node.keywords:
-                if kw.arg == "hint" and isinstance(kw.value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
-                    found.append(ast.unparse(node.args[0]) if node.args else "check")
-    return found
-
-
-def _readable_expected(tree: ast.AST) -> list[str]:
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and _EXPECTED.match(t.id)
-                                                for t in node.targets):
-            if _shows_its_value(node.value):
-                found.append(f"{ast.unparse(node.targets[0])} = {ast.unparse(node.value)}")
+        if isinstance(node, ast.Assign):
+            found += [f"{t.id} = ..." for t in node.targets if isinstance(t, ast.Name) and _ANSWER_NAMES.match(t.id)]
+        elif isinstance(node, ast.Call) and any(kw.arg == "hint" for kw in node.keywords):
+            found.append(f"{ast.unparse(node.func)}(..., hint=...)")
+        elif isinstance(node, ast.With) and any(isinstance(i.context_expr, ast.Call)
+                                                and ast.unparse(i.context_expr.func).endswith("solution")
+                                                for i in node.items):
+            found.append("with solution(...): <its code>")
     return found
 
 
 def _bare_bool(output: dict) -> bool:
     data = output.get("data", {})
-    text = data.get("text/plain", "")
-    text = text if isinstance(text, str) else "".join(text)
     return output.get("output_type") == "execute_result" and set(data) == {"text/plain"} and \
-        text.strip() in ("True", "False")
+        _text(data.get("text/plain", "")).strip() in ("True", "False")
 
 
-def static_view_problems(cells: list[dict]) -> list[str]:
-    """Everything in ``cells`` that a reader of a static view would see by accident: an answer or a TeX formula."""
+def static_view_problems(cells: list[dict], secrets: tuple[str, ...] | None = None) -> list[str]:
+    """Everything in ``cells`` that a reader of a static view would see by accident: a hint, an answer, a
+    solution's code, or a TeX formula. ``secrets``: the texts to look for (default: every exercise module's)."""
     problems = []
     for i, c in enumerate(cells):
         src = _source(c)
@@ -119,25 +120,19 @@ def static_view_problems(cells: list[dict]) -> list[str]:
         if any(_bare_bool(o) for o in c.get("outputs", [])):
             problems.append(f"cell {i}: a bare True/False under the cell (end the check line with ';')")
         tree = _parse(src)
-        if tree is None:
-            continue
-        for expr in _readable_expected(tree):
-            problems.append(f"cell {i}: {expr} shows the answer in the source: compute it")
+        for what in _answers_in_source(tree) if tree else []:
+            problems.append(f"cell {i}: {what} in the source, in plain view in a static view: the exercise's "
+                            "hints, expected values and solution belong in its module (ampkit.lessons.exercises)")
         if "solution" not in c.get("metadata", {}).get("tags", []):
-            for name in _hints_in_sight(tree):
-                problems.append(f"cell {i}: the hint of {name} is written in the answer cell, read before answering:"
-                                " define it in the collapsed set-up cell (hint_N = ...)")
             continue
-        first = src.split("\n", 1)[0].strip()
-        if not _SOLUTION_LINE.match(first):
-            problems.append(f"cell {i}: a solution cell starts {first[:60]!r}, not 'with solution(\"Exercise N\"):' "
-                            "(the title only; the explanation goes in the <details> markdown cell before it)")
-        for lit in _literal_answers(tree):
-            problems.append(f"cell {i}: a solution checks the literal answer {lit[:40]} (readable in a static "
-                            "view): check a value the cell computes")
+        if not _SOLUTION_CALL.match(src.strip()):
+            problems.append(f"cell {i}: a solution cell reads {src.strip()[:60]!r}, not 'ex.solution(N)' "
+                            "(its code and output are shown in a closed <details>)")
         before = cells[i - 1] if i else {}
         if before.get("cell_type") != "markdown" or not _DETAILS_OPEN.match(_source(before)) \
                 or not _source(before).rstrip().endswith("</details>"):
             problems.append(f"cell {i}: no <details class=\"ampkit-solution\"> markdown cell with the explanation "
                             "right before this solution")
+    for text in revealed(static_text(cells), secrets):
+        problems.append(f"a hint or a solution's code in plain view in a static view: {text[:60]!r}")
     return problems

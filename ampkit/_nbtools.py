@@ -145,13 +145,14 @@ def _output_text(output: dict) -> str:
 
 
 MIN_EXERCISES = 3
+_SOLUTION_CALL = re.compile(r"\.solution\(\d+\)|with solution\(")
 _EXERCISE = re.compile(r"\*\*(?:Exercise|练习) ?(\d+)[.。]\*\*")   # the Chinese edition: **练习 1.**
 
 
 def exercise_problems(cells: list[dict]) -> list[str]:
-    """At least three exercises; each solution cell tagged ``solution``, its source collapsed, its output a
-    closed ``ampkit.exercises.solution`` block (so a first read does not show the answer). What a static view
-    shows (the explanation in a closed <details>, no literal answers) is ``ampkit._nbstatic``'s."""
+    """At least three exercises; each solution cell tagged ``solution``, its source collapsed, calling
+    ``ex.solution(N)`` (whose output is a closed <details>, so a first read does not show the answer). What a static
+    view shows (no hint, no answer, no solution code) is ``ampkit._nbstatic``'s."""
     problems = []
     numbers = {int(m) for c in cells if c.get("cell_type") == "markdown"
                for m in _EXERCISE.findall("".join(c.get("source", "")))}
@@ -163,14 +164,15 @@ def exercise_problems(cells: list[dict]) -> list[str]:
             continue
         src = "".join(c.get("source", ""))
         tagged = "solution" in c.get("metadata", {}).get("tags", [])
-        if "with solution(" in src or tagged:
+        calls = bool(_SOLUTION_CALL.search(src))
+        if calls or tagged:
             solutions += 1
             if not tagged:
                 problems.append(f"cell {i}: a solution cell without the 'solution' tag")
             if not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
                 problems.append(f"cell {i}: solution source is not collapsed (metadata.jupyter.source_hidden)")
-            if "with solution(" not in src:
-                problems.append(f"cell {i}: solution cell does not show its output through exercises.solution")
+            if not calls:
+                problems.append(f"cell {i}: solution cell does not show its solution through ex.solution(N)")
     if solutions < len(numbers):
         problems.append(f"{solutions} solution cells for {len(numbers)} exercises")
     return problems

@@ -2,7 +2,7 @@
 notebook of its own) made ready for a room that predicts before it runs:
 
 * every output and execution count cleared, stored widget state and run timings removed;
-* every exercise solution hidden: each solution cell (tag ``solution``, or containing ``with solution(``) gets a
+* every exercise solution hidden: each solution cell (tag ``solution``, or calling ``ex.solution(N)``) gets a
   collapsed source (``{"jupyter": {"source_hidden": true}}``); cells already collapsed (the exercises' set-up cell)
   stay collapsed. With outputs cleared, the solutions' closed ``<details>`` blocks appear only once a cell is run;
 * relative links that point outside the notebooks folder (``../docs/reference.md``) rewritten to point at the same
@@ -47,6 +47,7 @@ MANIFEST = ".ampkit-workshop.json"  # what was generated (name -> fingerprint of
 README = "README.md"
 # markdown links [text](target) and HTML href="target" / src="target"
 _LINK = re.compile(r"(\]\(\s*<?|\b(?:href|src)=[\"'])([^)\"'>\s]+)")
+_SOLUTION = re.compile(r"\.solution\(\d+\)|with solution\(")
 _EXTERNAL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*:|#|/)")  # http:, mailto:, data:, #anchor, /absolute
 
 
@@ -55,9 +56,10 @@ def _text(source) -> str:
 
 
 def is_solution(cell: dict) -> bool:
-    """A cell holding an exercise's solution: tagged ``solution``, or calling ``with solution(``."""
+    """A cell holding an exercise's solution: tagged ``solution``, or calling ``ex.solution(N)`` (or, in the old
+    layout, ``with solution(``)."""
     return cell.get("cell_type") == "code" and ("solution" in cell.get("metadata", {}).get("tags", [])
-                                                or "with solution(" in _text(cell.get("source", "")))
+                                                or bool(_SOLUTION.search(_text(cell.get("source", "")))))
 
 
 def rewrite_links(text: str, src_dir: str | Path, dest_dir: str | Path) -> str:

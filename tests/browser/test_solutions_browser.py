@@ -1,11 +1,12 @@
 """Exercise solutions are hidden on a first read in JupyterLab, Notebook 7 and Voilà — and open with one click.
 
 Each exercise's answer is hidden (see ``ampkit/exercises.py``): its explanation is markdown inside a closed
-``<details class="ampkit-solution">`` (closed in every viewer, a static one too), the solution cell's source is
-collapsed (cell metadata ``{"jupyter": {"source_hidden": true}}``, which JupyterLab and Notebook 7 honour; Voilà
-hides every input) and its output is a closed ``<details class='ampkit-solution'>``: two closed blocks per exercise.
-nbval still executes every solution cell (its ``assert`` fails the notebook test), so these tests only check what a
-learner sees, in the three front-ends.
+``<details class="ampkit-solution">`` (closed in every viewer, a static one too), the solution cell is
+``ex.solution(N)`` (collapsed too: cell metadata ``{"jupyter": {"source_hidden": true}}``, which JupyterLab and
+Notebook 7 honour; Voilà hides every input) and its output, the solution's code and what it printed, is a closed
+``<details class='ampkit-solution'>``: two closed blocks per exercise. nbval still executes every solution cell
+(``ex.solution`` asserts it agrees with the engine), so these tests only check what a learner sees, in the three
+front-ends.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.browser
 
 NOTEBOOK = "00_start_here.ipynb"
 DETAILS = "details.ampkit-solution"
-SOLUTION_BODY = "assert check("  # every solution's code ends with one: never visible (its line 1 is: see below)
+SOLUTION_BODY = "def solution_"  # every solution's code (ex.solution(N) shows it): never visible until clicked
 ANSWER_1 = "70144"  # Exercise 1's answer (what bf16 stores for 70000), in its explanation only
 
 
@@ -204,7 +205,7 @@ def _open_first_and_check(page, details_selector: str) -> str:
         page.wait_for_function(f"() => document.querySelectorAll({json.dumps(details_selector)})[{i}].open === true")
         shown.append(block.inner_text())
     assert ANSWER_1 in shown[0], shown[0]  # Exercise 1's explanation is now on screen
-    assert "exercise 1 (solution): correct" in shown[1], shown[1]
+    assert "exercise 1 (solution): correct" in shown[1] and "def solution_1(" in shown[1], shown[1]
     return "\n".join(shown)
 
 
@@ -276,13 +277,13 @@ def test_voila_solutions_collapsed_and_open_on_click(served, browser):
                                timeout=90_000)
         assert _details_state(page) == [False] * n
         text = page.locator("body").inner_text()
-        assert "with solution(" not in text and SOLUTION_BODY not in text  # no input is shown at all
+        assert "ex.solution(" not in text and SOLUTION_BODY not in text  # no input is shown at all
         assert "(solution): correct" not in text  # the solutions' printed checks are inside the closed <details>
         Lab.screenshot(None, page, "solutions-voila-closed", near=DETAILS)
         _open_first_and_check(page, DETAILS)
         assert _details_state(page) == [True, True] + [False] * (n - 2)
         Lab.screenshot(None, page, "solutions-voila-opened", near=DETAILS)
-        assert "with solution(" not in page.locator("body").inner_text()
+        assert "ex.solution(" not in page.locator("body").inner_text()
         assert not errors, "\n".join(errors)
     finally:
         page.context.close()

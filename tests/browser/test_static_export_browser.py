@@ -7,8 +7,9 @@ learner would with File › Save and Export As › HTML, opened in Chromium with
   ``HTMLExporter.mathjax_url``);
 - no output is a bare ``False``.
 
-The cell sources of solutions stay visible in such an export (it ignores ``source_hidden``): ``ampkit._nbstatic``
-checks that they hold no answer text.
+- no hint and no line of a solution's code (``ampkit.exercises.revealing_texts``: every exercise module's, both
+  languages) is rendered text: the cells hold ``ex.check(N, ...)`` and ``ex.solution(N)`` only, and the solution's
+  code is inside its closed block. ``ampkit._nbstatic`` checks the same on the stored notebooks.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ampkit.exercises import exercise_modules, revealing_texts
 from conftest import ARTIFACTS, ROOT, find_chromium
 
 pytestmark = pytest.mark.browser
@@ -82,6 +84,8 @@ def test_static_export_hides_answers_and_shows_no_tex(nb, exported, browser):
         for text in explanations:
             probe = text[:40]
             assert probe and probe not in shown, f"answer readable without a click: {probe!r}"
+        secrets = {_squeeze(t) for m in exercise_modules() for t in revealing_texts(m)} - {""}
+        assert not [s for s in secrets if s in shown], "a hint or a solution's code readable without a click"
         markdown = " ".join(page.locator(".jp-MarkdownCell").all_inner_texts())
         assert not _TEX.search(markdown), _TEX.search(markdown).group(0)
         outputs = [t.strip() for t in page.locator(".jp-OutputArea-output").all_inner_texts()]
