@@ -111,7 +111,7 @@ def test_fork_is_refused_and_not_the_default_where_torch_sees_a_gpu(monkeypatch)
 
 def test_a_forked_workers_error_reaches_its_log_under_a_kernels_streams(monkeypatch):
     """In a Jupyter kernel sys.stderr is the kernel's stream object, not fd 2: the error must still be in the log."""
-    import ampkit.diagnose.distributed as distributed
+    import ampkit.diagnose.distributed as distributed  # the launcher looks its worker up in the rank: replaced here
 
     def boom(cfg):
         raise RuntimeError("boom from the worker")
@@ -127,7 +127,7 @@ def test_a_forked_workers_error_reaches_its_log_under_a_kernels_streams(monkeypa
 def test_a_rank_stopped_before_its_log_exists_still_gets_the_timeout_message(tmp_path):
     """A forked rank stopped by a very short timeout may not have opened its log: the TimeoutError still says
     what happened (it once raised FileNotFoundError instead, in a fresh clone with two test workers)."""
-    from ampkit.diagnose.distributed import _tail
+    from ampkit._ranks import _tail  # the kit's one launcher (also notebook 08's)
 
     assert _tail(tmp_path / "rank0.log", 1000) == "(no output: the rank had not opened its log yet)"
     (tmp_path / "rank0.log").write_text("x" * 50 + "last words")

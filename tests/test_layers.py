@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "ampkit"
 
 GROUND = {"ampkit._util", "ampkit._version", "ampkit.formats", "ampkit.device", "ampkit.hardware", "ampkit.dtypes",
-          "ampkit.models", "ampkit.data", "ampkit.protocols", "ampkit.i18n"}
+          "ampkit.models", "ampkit.data", "ampkit.protocols", "ampkit.i18n", "ampkit._ranks"}
 ENGINE = {"ampkit.precision", "ampkit.scaling", "ampkit.sinking", "ampkit.fp8", "ampkit.diagnose", "ampkit.train",
           "ampkit.timeline"}
 #: below every layer: modules that import only the standard library, so that the room's tools may share them

@@ -1,6 +1,6 @@
 """One home for each small rule the kit shares (issue #39, item 20): fp32's largest number and fp16's smallest
 normal in ``ampkit.formats``, the kit's languages and the repository's root in ``ampkit._kit`` (standard library
-only, so that the room's tools share it). Found by reading every module's source; a planted copy is found too."""
+only, so that the room's tools share it), the launcher of local process groups in ``ampkit._ranks``. Found by reading every module's source; a planted copy is found too."""
 from __future__ import annotations
 
 import re
@@ -18,6 +18,8 @@ COPIES = [
     (r"""\(\s*["']en["']\s*,\s*["']zh_CN["']\s*\)""", "ampkit/_kit.py", "ampkit._kit.LANGUAGES"),
     (r"Path\(__file__\)(?:\.resolve\(\))?\.parents\[\d\](?!\s*/\s*[\"']locale)", "ampkit/_kit.py",
      "ampkit._kit.ROOT"),
+    # the two-process launchers of notebooks 05 and 08 (diagnose.distributed, lessons...sharded) were two copies
+    (r"os\.killpg|get_context\([\"']fork[\"']\)", "ampkit/_ranks.py", "ampkit._ranks.run_ranks"),
 ]
 
 
@@ -36,7 +38,8 @@ def test_each_rule_has_one_home(pattern, home, name):
 
 def test_a_planted_copy_is_found():
     planted = "_FP32_MAX = torch.finfo(torch.float32).max\nLANGS = ('en', 'zh_CN')\nR = Path(__file__).parents[2]\n"
-    assert [len(copies(planted, c[0])) for c in COPIES] == [1, 0, 0, 1, 1]
+    assert [len(copies(planted, c[0])) for c in COPIES] == [1, 0, 0, 1, 1, 0]
+    assert copies("            os.killpg(p.pid, signal.SIGKILL)", COPIES[5][0])      # a launcher's kill
     assert copies("LOCALE_DIR = Path(__file__).resolve().parents[1] / 'locale'", COPIES[4][0]) == []   # not the root
 
 

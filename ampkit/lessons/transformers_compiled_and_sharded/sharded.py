@@ -2,9 +2,9 @@
 against reduction in bf16, both measured against an fp32 run.
 
 Taught in ``08_transformers_compiled_and_sharded.ipynb``. :func:`sharded_gradients` starts ``world_size`` worker
-processes (forked where the system can fork, else spawned; a gloo group on 127.0.0.1, a free port, a bounded
-timeout; every worker is its own process group where the system has them, and is killed at the end, whatever
-happened). Each rank builds the same seeded decoder, applies
+processes through the kit's launcher (``ampkit._ranks.run_ranks``: forked where the system can fork, else spawned;
+a gloo group on 127.0.0.1, a free port, a bounded timeout; every worker is its own process group where the system
+has them, and is killed at the end, whatever happened). Each rank builds the same seeded decoder, applies
 ``torch.distributed.fsdp.fully_shard`` to every block and to the whole model, and takes one step of the kit's
 training step (:func:`ampkit.train.train_step`) on its own batch. Three runs: no policy (fp32 everywhere: the
 reference), ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` and ``(param_dtype=bf16,
@@ -17,12 +17,7 @@ message instead of numbers.
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
-import queue
-import signal
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -31,10 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from ampkit._net import free_port
-from ampkit._util import check_choice, check_int, check_positive_finite
+from ampkit._ranks import check_start, run_ranks
+from ampkit._util import check_int, check_positive_finite
 from ampkit.dtypes import short_name
-from ampkit.i18n import tr
 from ampkit.lessons.transformers_compiled_and_sharded.task import decoder_batches, small_decoder
 from ampkit.models import DecoderBlock, lm_loss
 from ampkit.train import train_step
@@ -136,90 +130,47 @@ def _one_run(policy, rank: int, x, y, seed: int) -> tuple[torch.Tensor, str, str
     return torch.cat(grads), seen[0], seen[-1], dtypes.seen
 
 
-def _worker(rank: int, world_size: int, port: int, timeout: float, seed: int, out: multiprocessing.Queue) -> None:
-    if hasattr(os, "setsid"):
-        os.setsid()                           # its own process group: killed as one
+def _worker(cfg: dict) -> dict | None:
+    """One rank (in its own process, started by ``ampkit._ranks.run_ranks``): every policy's run; rank 0 returns
+    them (name -> (gradient, param dtype, grad dtype, output dtypes, error))."""
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=timeout))
-        x, y = decoder_batches(1, batch_size=4, seed=seed + 1 + rank)[0]   # each rank its own batch
-        result: dict[str, tuple[Sequence[float], str, str, dict[str, str], str]] = {}
-        for name, policy in POLICIES.items():
-            try:
-                grad, p_dtype, g_dtype, dtypes = _one_run(policy, rank, x, y, seed)
-                result[name] = (grad.tolist(), p_dtype, g_dtype, dtypes, "")
-            except Exception as e:   # shown to the learner as the run's error, not a traceback
-                result[name] = ((), "", "", {}, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-                if name == "fp32 (no policy)":
-                    raise
-        if rank == 0:
-            out.put(("ok", result))
-        dist.barrier()
-        dist.destroy_process_group()
-    except BaseException:
-        out.put(("error", f"rank {rank}: " + traceback.format_exc()[-1500:]))
-    finally:
-        out.close()
-        out.join_thread()          # the result is in the pipe before the process ends
-        os._exit(0)
-
-
-def _kill(procs) -> None:
-    for p in procs:
-        if p.exitcode is None and p.pid is not None:
-            try:
-                if hasattr(os, "killpg"):
-                    os.killpg(p.pid, signal.SIGKILL)
-                else:                         # Windows: no process groups here
-                    p.kill()
-            except ProcessLookupError:
-                pass
-    for p in procs:
-        p.join(10)
+    rank, world_size = cfg["rank"], cfg["world_size"]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{cfg['port']}", rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=cfg["timeout"]))
+    x, y = decoder_batches(1, batch_size=4, seed=cfg["seed"] + 1 + rank)[0]   # each rank its own batch
+    result: dict[str, tuple[Sequence[float], str, str, dict[str, str], str]] = {}
+    for name, policy in POLICIES.items():
+        try:
+            grad, p_dtype, g_dtype, dtypes = _one_run(policy, rank, x, y, cfg["seed"])
+            result[name] = (grad.tolist(), p_dtype, g_dtype, dtypes, "")
+        except Exception as e:   # shown to the learner as the run's error, not a traceback
+            result[name] = ((), "", "", {}, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            if name == "fp32 (no policy)":
+                raise
+    dist.barrier()
+    dist.destroy_process_group()
+    return result if rank == 0 else None
 
 
 def sharded_gradients(world_size: int = 2, timeout: float = 60.0, seed: int = 0,
                       start: str | None = None) -> ShardedGrads:
     """Run :data:`POLICIES` on ``world_size`` CPU processes (gloo on 127.0.0.1, a free port); return rank 0's
     :class:`ShardedGrads`. Past ``timeout`` seconds every worker is killed and ``TimeoutError`` raised; a worker
-    that fails is a ``RuntimeError`` with its error. Nothing is left running either way. ``start``: ``"fork"``
-    (the default where the system has it and torch sees no CUDA GPU: the workers start at once, with torch already
-    imported) or ``"spawn"`` (fresh interpreters that import torch again: seconds; the only choice on Windows)."""
+    that fails is a ``RuntimeError`` with its error. Nothing is left running either way (the kit's launcher,
+    ``ampkit._ranks.run_ranks``). ``start``: ``"fork"`` (the default where the system has it and torch sees no CUDA
+    GPU: the workers start at once, with torch already imported) or ``"spawn"`` (fresh interpreters that import
+    torch again: seconds; the only choice on Windows)."""
     world_size = check_int("world_size", world_size, minimum=2, maximum=4)
     timeout = check_positive_finite("timeout", timeout, example="60")
-    methods = multiprocessing.get_all_start_methods()
-    # a forked worker fails in its backward pass once the parent ran one on a machine with a CUDA GPU (autograd's
-    # device threads; as ampkit.diagnose.distributed found on an H100): spawn there
-    default = "fork" if "fork" in methods and not torch.cuda.is_available() else "spawn"
-    start = check_choice("start", start or default, ("fork", "spawn"))
-    if start not in methods:
-        raise ValueError(tr("start={start!r} is not available on this system; it has: {methods}", start=start,
-                            methods=", ".join(methods)))
+    start = check_start(start)
     import torch.distributed.fsdp as _fsdp  # noqa: F401  (imported once here, before a fork, not once per worker)
 
-    ctx = multiprocessing.get_context(start)
-    results = ctx.Queue()
-    port = free_port()
     t0 = time.perf_counter()
-    # typeshed: get_context(str) is a BaseContext, which declares no Process; every real context has one
-    procs = [ctx.Process(target=_worker, args=(r, world_size, port, timeout, seed, results), daemon=True)  # type: ignore[attr-defined]
-             for r in range(world_size)]
-    try:
-        for p in procs:
-            p.start()
-        try:
-            status, payload = results.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"the {world_size} ranks did not finish within {timeout:g} s; all were "
-                               "stopped") from None
-        if status != "ok":
-            raise RuntimeError(f"a sharded worker failed:\n{payload}")
-        seconds = time.perf_counter() - t0
-    finally:
-        _kill(procs)
+    payload, = run_ranks("ampkit.lessons.transformers_compiled_and_sharded.sharded:_worker", world_size,
+                         {"seed": seed}, timeout=timeout, start=start, results_from=[0])
+    seconds = time.perf_counter() - t0
     ref = torch.tensor(payload["fp32 (no policy)"][0])
     runs = {}
     for name, (grad, p_dtype, g_dtype, dtypes, error) in payload.items():
