@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ampkit._net import free_port
 from ampkit.classroom.report import CA_VAR, URL_VAR
 from ampkit.classroom.roomview import REPORT_SCOPE, SERVICE
+from ampkit.classroom.roomview.page import LANG_VAR
 
 if TYPE_CHECKING:
     from ampkit.classroom.hub.settings import HubSettings
@@ -49,7 +50,7 @@ def add_room_view(c, s: HubSettings) -> int:
     python = str(Path(s.venv) / "bin" / "python")
     c.JupyterHub.services = list(c.JupyterHub.services) + [{
         "name": SERVICE, "url": f"http://127.0.0.1:{port}", "cwd": s.repo, "oauth_no_confirm": True,
-        "display": True,
+        "display": True, "environment": {LANG_VAR: s.lang},   # the page in the room's language (make hub LANG=)
         "command": [python, "-m", "ampkit.classroom.roomview", f"--port={port}"]}]
     # every learner (JupyterHub's `user` role) may report, and their server's token carries that scope;
     # the page needs access:services!service=room-view, which only the `admin` role holds

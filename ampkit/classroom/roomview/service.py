@@ -23,15 +23,17 @@ import sys
 import time
 
 from ampkit.classroom.roomview.auth import report_problem, view_problem
-from ampkit.classroom.roomview.page import page_html
+from ampkit.classroom.roomview.page import page_html, page_language
 from ampkit.classroom.roomview.room import QUIET_AFTER, ReportError, Room
 
 MAX_BODY = 4096
 
 
-def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: bytes | None = None):
+def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: bytes | None = None,
+             lang: str | None = None):
     """The tornado application of the service (``hub_auth``: a ``HubOAuth``, default from the environment the
-    hub gives a managed service)."""
+    hub gives a managed service; ``lang``: the page's language, default ``$AMPKIT_LANG``, which the hub sets)."""
+    room_lang: str = page_language() if lang is None else lang
     from urllib.parse import urlparse
 
     from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
@@ -59,7 +61,8 @@ def make_app(room: Room, hub_auth=None, clock=time.monotonic, cookie_secret: byt
         def get(self):
             self.set_header("Content-Type", "text/html; charset=utf-8")
             xsrf = self.xsrf_token
-            self.write(page_html(self.current_user["name"], xsrf.decode() if isinstance(xsrf, bytes) else xsrf))
+            self.write(page_html(self.current_user["name"], xsrf.decode() if isinstance(xsrf, bytes) else xsrf,
+                                 room_lang))
 
     class RoomHandler(Viewer):
         @web.authenticated
@@ -126,9 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         print("room view: JUPYTERHUB_API_TOKEN is not set: this service is started by the hub (make hub), "
               "not by hand", file=sys.stderr)
         return 2
+    try:
+        lang = page_language()
+    except ValueError as e:
+        print(f"room view: {e}", file=sys.stderr)
+        return 2
 
     async def serve():
-        app = make_app(Room(quiet_after=a.quiet_after))
+        app = make_app(Room(quiet_after=a.quiet_after), lang=lang)
         server = app.listen(a.port, address="127.0.0.1", xheaders=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
