@@ -3,7 +3,7 @@
 Introduced in ``02_autocast_and_levels.ipynb`` (levels side by side); reused by 03 (loss scaling) and
 04 (data sinking). :func:`train_step` is the kit's one training step (no host sync, so a sunk loop can call it
 many times); :func:`train` wraps it with batching, timing, skip detection, an optional progress bar and a
-per-step ``callback`` (the live loss plot, :class:`ampkit.widgets.train.LiveLossPlot`, is one).
+per-step ``callback`` (the live loss plot, :class:`ampkit.widgets.loss_plot.LiveLossPlot`, is one).
 
 A *scaler* is any object with torch.amp.GradScaler's calls (``scale``, ``unscale_``, ``step``, ``update``,
 ``get_scale``): ``torch.amp.GradScaler("cpu")`` or ampkit's scalers (both satisfy :class:`ampkit.scaling.Scaler`).
@@ -237,7 +237,7 @@ def train(model: nn.Module | MixedPrecision, data, level: str = "O0", dtype: str
 
     ``callback(step, history)`` runs after each step (``history`` holds that step already); if the callback also
     has an ``on_train_end(history)`` method, it is called once after the last step. A live loss plot is such a
-    callback: ``train(..., callback=ampkit.widgets.train.LiveLossPlot(every=15))``.
+    callback: ``train(..., callback=ampkit.widgets.loss_plot.LiveLossPlot(every=15))``.
 
     >>> from ampkit.models import build_model; from ampkit.data import make_blobs
     >>> train(build_model("mlp"), make_blobs(256), steps=3).steps

@@ -1,5 +1,5 @@
 """Tests for ampkit.train: train_step (no host sync, its hooks, a plain module), train/History, scalers and skips,
-callbacks, run_level and its cache; and the live loss plot that plugs into train (ampkit.widgets.train)."""
+callbacks, run_level and its cache; and the live loss plot that plugs into train (ampkit.widgets.loss_plot)."""
 import json
 import re
 from pathlib import Path
@@ -13,7 +13,7 @@ from ampkit.lessons.autocast_and_levels import LevelRunCache, run_level
 from ampkit.models import build_model
 from ampkit.precision import apply_level
 from ampkit.train import History, Progress, evaluate, make_optimizer, train, train_step
-from ampkit.widgets.train import LiveLossPlot
+from ampkit.widgets.loss_plot import LiveLossPlot
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -201,7 +201,7 @@ def test_live_plot_updates_one_display_in_a_notebook(monkeypatch):
         def update(self, obj, raw=False):
             shown.append(("update", sorted(obj)))
 
-    import ampkit.widgets.train as wt
+    import ampkit.widgets.loss_plot as wt
 
     monkeypatch.setattr(wt, "get_ipython", lambda: object())
     monkeypatch.setattr(wt, "display", lambda obj, raw=False, display_id=None: shown.append(("display", sorted(obj)))

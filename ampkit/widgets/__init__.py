@@ -16,7 +16,7 @@ module          notebook: what it holds (the module in ``js/`` that draws it)
 ``formats``     01: :class:`FloatExplorer` (one number in every format, bit by bit; ``floats.js``)
 ``range_map``   01: :class:`RangeMap` (the formats' ranges on one log2 axis; ``rangemap.js``)
 ``precision``   02: :class:`OLevelPicker` (O0–O3: dtypes per layer, memory; ``olevel.js``)
-``train``       02: :class:`LiveLossPlot` (the live loss plot of a training run, points streamed; ``lossplot.js``)
+``loss_plot``   02: :class:`LiveLossPlot` (the live loss plot of a training run, points streamed; ``lossplot.js``)
 ``scaling``     03: :class:`VisualLossScaler` (``scaler.js``)
 ``replay``      03: :class:`ScalerReplay` (a dynamic scaler replayed, every preset overlaid; ``replay.js``),
                 :data:`PRESET_STYLES`
@@ -45,6 +45,7 @@ from ampkit.widgets.attention import AttentionOverflowView
 from ampkit.widgets.formats import FloatExplorer
 from ampkit.widgets.fp8 import AmaxHistoryExplorer
 from ampkit.widgets.fp8_blocks import BlockScalingExplorer
+from ampkit.widgets.loss_plot import LiveLossPlot
 from ampkit.widgets.precision import OLevelPicker
 from ampkit.widgets.range_map import RangeMap
 from ampkit.widgets.replay import PRESET_STYLES, ScalerReplay
@@ -62,7 +63,6 @@ from ampkit.widgets.style import (
     new_figure,
     show,
 )
-from ampkit.widgets.train import LiveLossPlot
 
 __all__ = [
     # the views, one or two per notebook

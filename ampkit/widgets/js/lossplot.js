@@ -1,5 +1,5 @@
 // @ts-check
-// Notebook 02's LiveLossPlot drawn in the browser (ampkit/widgets/train.py): a training run's loss per step, with
+// Notebook 02's LiveLossPlot drawn in the browser (ampkit/widgets/loss_plot.py): a training run's loss per step, with
 // axes and units, the reference curve dashed and the first non-finite step marked. Points STREAM in: each update of
 // the run is a message with only the new points ({start, losses: Python's repr words, bad: the engine's first
 // non-finite step}); when the run ends the whole curve is the model's "losses" (the saved state), which replaces
