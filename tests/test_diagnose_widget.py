@@ -1,4 +1,4 @@
-"""The AMP doctor (notebook 05), headless: the reports the view sends to the page (ampkit/widgets/js/doctor.js) are
+"""The AMP doctor (notebook 05), headless: the reports the view sends to the page (ampkit/widgets/js/amp_doctor.js) are
 the engine's (run_scenario's DoctorReport, every scenario broken and fixed); the traits the page sets select them;
 a run the page asks for is run by the kernel; the still figures stay readable."""
 import json

@@ -22,7 +22,7 @@ module          notebook: what it holds (the module in ``js/`` that draws it)
                 :data:`PRESET_STYLES`
 ``sinking``     04: :func:`gantt_figure`, :func:`measured_figure`; ``sink_timeline``: :class:`SinkTimeline` (the
                 simulated timeline of a sink setting; ``sink.js``)
-``amp_doctor``  05: :class:`AmpDoctor` (``doctor.js``), :func:`headroom_figure`, :func:`scales_figure`
+``amp_doctor``  05: :class:`AmpDoctor` (``amp_doctor.js``), :func:`headroom_figure`, :func:`scales_figure`
 ``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history; ``amax.js``)
 ``fp8_blocks``  06: :class:`BlockScalingExplorer` (MX blocks and fp32 tiles; ``blocks.js``)
 ``attention``   07: :class:`AttentionOverflowView` (attention logits that overflow fp16; ``attention.js``)

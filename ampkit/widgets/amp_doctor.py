@@ -1,5 +1,5 @@
 """The AMP doctor (notebook 05, ``05_amp_in_practice.ipynb``): pick a broken run, read the diagnosis, see the
-evidence, and the same run with the fix applied; drawn in the browser (``js/doctor.js``).
+evidence, and the same run with the fix applied; drawn in the browser (``js/amp_doctor.js``).
 
 The logic is :func:`ampkit.lessons.amp_in_practice.run_scenario` (a small seeded training run with a planted
 mixed-precision fault, diagnosed by :mod:`ampkit.diagnose`); this module only sends its :class:`DoctorReport`\\ s
@@ -225,7 +225,7 @@ def sent_report(report: DoctorReport) -> dict[str, Any]:
 
 class AmpDoctor(FrontView):
     """A scenario picker, the broken run or the run with the fix, the diagnosis and its evidence; drawn in the
-    browser (``js/doctor.js``) from the reports the engine computed (``reports``, :func:`sent_report` of each).
+    browser (``js/amp_doctor.js``) from the reports the engine computed (``reports``, :func:`sent_report` of each).
 
     ``AmpDoctor(model=m, batch=(x, y))`` adds your own model as the "my model" choice (it has no run with a fix).
     The traits ``scenario`` and ``fixed`` select the report shown (``.report``, a :class:`DoctorReport`); with
@@ -239,7 +239,7 @@ class AmpDoctor(FrontView):
     True
     """
 
-    _front = "doctor"
+    _front = "amp_doctor"
     scenario = traitlets.Unicode().tag(sync=True)
     fixed = traitlets.Bool(False).tag(sync=True)
     #: The choices: [{"name", "fixable"}] (fixable: the scenario has a run with its fix).

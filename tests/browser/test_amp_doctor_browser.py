@@ -1,4 +1,4 @@
-"""Notebook 05's AMP doctor in a real JupyterLab, drawn in the browser (ampkit/widgets/js/doctor.js) from the reports
+"""Notebook 05's AMP doctor in a real JupyterLab, drawn in the browser (ampkit/widgets/js/amp_doctor.js) from the reports
 the engine computed when the view started (every scenario, broken and with its fix).
 
 - Run All: the doctor shows the forward-overflow report; the picker and the two run buttons switch reports, "Run it
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.browser
 
 NOTEBOOK = "05_amp_in_practice.ipynb"
 VIEW = ".jp-OutputArea .ampkit-doctor"
-# doctor.js's geometry: 760 px wide; headroom 390 high (plot y 58 … 308), scales 300 (58 … 250), losses 260
+# amp_doctor.js's geometry: 760 px wide; headroom 390 high (plot y 58 … 308), scales 300 (58 … 250), losses 260
 # (58 + 14 … 210); the steps' x from 80 in both traces
 W = 760
 
