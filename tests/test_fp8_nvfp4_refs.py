@@ -23,7 +23,7 @@ from te_reference.load import te_quantize, te_reference
 
 from ampkit.formats.e2m1 import e2m1_decode, pack_e2m1, unpack_e2m1
 from ampkit.fp8.hadamard import rht
-from ampkit.fp8.nvfp4 import nvfp4_quantize
+from ampkit.fp8.nvfp4 import nvfp4_fake_quantize, nvfp4_quantize
 
 torchao_nvfp4 = pytest.importorskip("torchao.prototype.mx_formats.nvfp4_tensor")
 
@@ -184,3 +184,14 @@ def test_te_changed_the_block_scale_product_between_v2_8_and_v2_18():
     g = torch.Generator().manual_seed(7)
     y = torch.randn(256, 256, generator=g)
     assert torch.equal(_bytes(nvfp4_quantize(y, arithmetic="te2.8").scales), _bytes(nvfp4_quantize(y).scales))
+
+
+@pytest.mark.parametrize("tile", ["1x16", "16x16"])
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_fake_quantize_is_dequantize_of_quantize_bit_for_bit(name, tile):
+    x = INPUTS[name]
+    for arithmetic in ("te", "torchao"):
+        a = nvfp4_quantize(x, tile=tile, arithmetic=arithmetic).dequantize()
+        b = nvfp4_fake_quantize(x, tile=tile, arithmetic=arithmetic)
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32)) or (torch.isnan(a) == torch.isnan(b)).all() \
+            and torch.equal(a[~torch.isnan(a)], b[~torch.isnan(b)])

@@ -37,9 +37,7 @@ E2M1_SATURATION = 7.0
 #: halfway between neighbouring magnitudes: the rounding boundaries
 E2M1_MIDPOINTS: tuple[float, ...] = tuple((a + b) / 2 for a, b in zip(E2M1_VALUES[:7], E2M1_VALUES[1:8]))
 
-_MIDS = torch.tensor(E2M1_MIDPOINTS, dtype=torch.float32)
 _LUT = torch.tensor(E2M1_VALUES, dtype=torch.float32)
-_MAGS = _LUT[:8]
 
 
 def _check_float(x: object, name: str = "x") -> torch.Tensor:
@@ -49,20 +47,31 @@ def _check_float(x: object, name: str = "x") -> torch.Tensor:
     return x.float()
 
 
+def _round_magnitude(a: torch.Tensor) -> torch.Tensor:
+    """``a`` (magnitudes, no NaN) rounded to E2M1's magnitudes (fp32): the grid's step is 0.5 below 2, 1 below 4,
+    2 above — read off ``a``'s fp32 exponent field, clamped to [0, 2] — and ``torch.round`` rounds half to even: on
+    each of these grids the even integer is the even code, so the ties go where the format's ties go. Saturates at 6.
+    """
+    e = ((a.view(torch.int32) >> 23) - 127).clamp_(0, 2)          # exponent of a, clamped: 0 (a < 2), 1, 2 (a >= 4)
+    step = ((e + 126) << 23).view(torch.float32)                  # 2**(e - 1): 0.5, 1, 2
+    return (torch.round(a / step) * step).clamp_max_(E2M1_MAX)
+
+
+def _no_nan(x: torch.Tensor) -> torch.Tensor:
+    return torch.nan_to_num(x, nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+
+
 def e2m1_encode(x: torch.Tensor) -> torch.Tensor:
     """The E2M1 code (uint8, 0 … 15) of each value: round to nearest, ties to even, saturate at ±6, NaN → 0.
 
     >>> e2m1_encode(torch.tensor([0.25, 0.75, 1.25, 1.75, 3.5, -0.0])).tolist()
     [0, 2, 2, 4, 6, 8]
     """
-    x = _check_float(x)
-    a = x.abs()
-    idx = torch.bucketize(a, _MIDS)                         # how many midpoints lie strictly below |x|
-    on_mid = idx < len(E2M1_MIDPOINTS)
-    tie = on_mid & (a == _MIDS[idx.clamp(max=len(E2M1_MIDPOINTS) - 1)]) & (idx % 2 == 1)
-    code = (idx + tie.to(idx.dtype)).to(torch.uint8)        # a tie below an odd code goes up to the even one
-    code = code | (torch.signbit(x).to(torch.uint8) << 3)
-    return torch.where(torch.isnan(x), torch.zeros_like(code), code)
+    x = _no_nan(_check_float(x))
+    m = _round_magnitude(x.abs())
+    # magnitudes 0, 0.5 … 2 → codes 0 … 4 (2m); 3, 4 → 5, 6 (m + 2); 6 → 7
+    code = torch.where(m <= 2, 2 * m, torch.where(m <= 4, m + 2, 7.0)).to(torch.uint8)
+    return code | torch.signbit(x).to(torch.uint8) << 3
 
 
 def e2m1_decode(codes: torch.Tensor) -> torch.Tensor:
@@ -79,12 +88,14 @@ def e2m1_decode(codes: torch.Tensor) -> torch.Tensor:
 
 
 def e2m1_round(x: torch.Tensor) -> torch.Tensor:
-    """``x`` rounded to E2M1 and read back (fp32): what storing it in E2M1 leaves.
+    """``x`` rounded to E2M1 and read back (fp32): what storing it in E2M1 leaves; the same numbers as
+    ``e2m1_decode(e2m1_encode(x))`` (signed zeros too; NaN → 0), without the codes.
 
-    >>> e2m1_round(torch.tensor([5.0, 2.6, 100.0])).tolist()
-    [4.0, 3.0, 6.0]
+    >>> e2m1_round(torch.tensor([5.0, 2.6, 100.0, -0.2])).tolist()
+    [4.0, 3.0, 6.0, -0.0]
     """
-    return e2m1_decode(e2m1_encode(x))
+    x = _no_nan(_check_float(x))
+    return torch.copysign(_round_magnitude(x.abs()), x)
 
 
 def e2m1_neighbours(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,14 +106,15 @@ def e2m1_neighbours(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     ([2.0, -0.5, 3.0], [3.0, 0.0, 3.0])
     """
     x = _check_float(x)
-    if bool((x.abs() > E2M1_MAX).any()) or bool(torch.isnan(x).any()):
-        raise ValueError("e2m1_neighbours needs values in [-6, 6] (scale and clamp them first)")
     a = x.abs()
-    up = torch.bucketize(a, _MAGS).clamp(max=7)             # first magnitude >= |x|
-    down = torch.where(_MAGS[up] == a, up, up - 1)          # last magnitude <= |x|
-    lo_mag, hi_mag = _MAGS[down], _MAGS[up]
-    neg = x < 0
-    return torch.where(neg, -hi_mag, lo_mag), torch.where(neg, -lo_mag, hi_mag) + 0.0   # + 0.0: no -0.0
+    if bool((a > E2M1_MAX).any()) or bool(torch.isnan(x).any()):
+        raise ValueError("e2m1_neighbours needs values in [-6, 6] (scale and clamp them first)")
+    e = ((a.view(torch.int32) >> 23) - 127).clamp_(0, 2)         # the grid's step at a, as in _round_magnitude
+    step = ((e + 126) << 23).view(torch.float32)
+    down = torch.floor(a / step) * step
+    up = torch.where(down == a, a, down + step)
+    neg = torch.signbit(x)
+    return torch.where(neg, -up, down), torch.where(neg, -down, up) + 0.0   # + 0.0: no -0.0
 
 
 def pack_e2m1(codes: torch.Tensor) -> torch.Tensor:

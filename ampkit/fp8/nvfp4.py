@@ -45,8 +45,8 @@ import torch
 
 from ampkit._util import check_choice
 from ampkit.formats import FP32_MAX
-from ampkit.formats.e2m1 import E2M1_MAX, e2m1_decode, e2m1_encode
-from ampkit.fp8.stochastic import stochastic_e2m1
+from ampkit.formats.e2m1 import E2M1_MAX, e2m1_decode, e2m1_encode, e2m1_round
+from ampkit.fp8.stochastic import stochastic_e2m1, stochastic_round_e2m1
 
 __all__ = ["NVFP4_BLOCK", "ARITHMETICS", "TILES", "ROUNDINGS_FP4", "E4M3_MAX", "NVFP4Tensor", "nvfp4_quantize",
            "nvfp4_dequantize", "nvfp4_fake_quantize", "tensor_amax"]
@@ -133,6 +133,26 @@ def _scales(vec_max: torch.Tensor, amax: torch.Tensor, arithmetic: str) -> tuple
     return s, torch.minimum(1.0 / (s.float() * dec), _F32_MAX)
 
 
+def _scaled(x: torch.Tensor, tile: str, arithmetic: str, amax) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(x times its encode factors, clamped to ±6, 2-D; the E4M3 block scales; the tensor amax)``."""
+    tile_shape = TILES[check_choice("tile", tile, tuple(TILES))]
+    arithmetic = check_choice("arithmetic", arithmetic, ARITHMETICS)
+    x2 = _check_2d(x, tile_shape)
+    a = tensor_amax(x2) if amax is None else torch.as_tensor(amax, dtype=torch.float32)
+    m, n = x2.shape
+    s, enc = _scales(_block_amax(x2, tile_shape), a, arithmetic)
+    scaled = (x2.float().reshape(m, n // 16, 16) * enc.unsqueeze(-1)).clamp(-E2M1_MAX, E2M1_MAX).reshape(m, n)
+    return scaled, s, a
+
+
+def _check_rounding(rounding: str, generator) -> str:
+    rounding = check_choice("rounding", rounding, ROUNDINGS_FP4)
+    if rounding == "stochastic" and not isinstance(generator, torch.Generator):
+        raise ValueError("rounding='stochastic' needs a seeded torch.Generator (generator=torch.Generator()"
+                         ".manual_seed(0)), so that a run can be repeated")
+    return rounding
+
+
 def nvfp4_quantize(x: torch.Tensor, tile: str = "1x16", arithmetic: str = "te", rounding: str = "nearest",
                    generator: torch.Generator | None = None, amax: torch.Tensor | float | None = None
                    ) -> NVFP4Tensor:
@@ -147,18 +167,8 @@ def nvfp4_quantize(x: torch.Tensor, tile: str = "1x16", arithmetic: str = "te", 
     >>> t.scales.float().tolist(), t.amax.item()                  # block amax = tensor amax: scale 448
     ([[448.0]], 16.0)
     """
-    tile_shape = TILES[check_choice("tile", tile, tuple(TILES))]
-    arithmetic = check_choice("arithmetic", arithmetic, ARITHMETICS)
-    rounding = check_choice("rounding", rounding, ROUNDINGS_FP4)
-    if rounding == "stochastic" and not isinstance(generator, torch.Generator):
-        raise ValueError("rounding='stochastic' needs a seeded torch.Generator (generator=torch.Generator()"
-                         ".manual_seed(0)), so that a run can be repeated")
-    x2 = _check_2d(x, tile_shape)
-    a = tensor_amax(x2) if amax is None else torch.as_tensor(amax, dtype=torch.float32)
-    m, n = x2.shape
-    vec_max = _block_amax(x2, tile_shape)
-    s, enc = _scales(vec_max, a, arithmetic)
-    scaled = (x2.float().reshape(m, n // 16, 16) * enc.unsqueeze(-1)).clamp(-E2M1_MAX, E2M1_MAX).reshape(m, n)
+    rounding = _check_rounding(rounding, generator)
+    scaled, s, a = _scaled(x, tile, arithmetic, amax)
     codes = stochastic_e2m1(scaled, generator) if isinstance(generator, torch.Generator) and rounding == "stochastic" \
         else e2m1_encode(scaled)
     return NVFP4Tensor(codes=codes.reshape(x.shape), scales=s, amax=a, tile=tile, arithmetic=arithmetic)
@@ -180,9 +190,16 @@ def nvfp4_dequantize(t: NVFP4Tensor) -> torch.Tensor:
 
 def nvfp4_fake_quantize(x: torch.Tensor, tile: str = "1x16", arithmetic: str = "te", rounding: str = "nearest",
                         generator: torch.Generator | None = None) -> torch.Tensor:
-    """What NVFP4 storage leaves of ``x``, in fp32 (:func:`nvfp4_quantize` then :func:`nvfp4_dequantize`).
+    """What NVFP4 storage leaves of ``x``, in fp32: the numbers of :func:`nvfp4_dequantize` of
+    :func:`nvfp4_quantize`, bit for bit, computed without the codes (the simulated layer's hot path).
 
     >>> nvfp4_fake_quantize(torch.tensor([[1.0, 0.4] + [0.0] * 14]))[0, :2].tolist()
     [1.0, 0.3333333432674408]
     """
-    return nvfp4_dequantize(nvfp4_quantize(x, tile, arithmetic, rounding, generator))
+    rounding = _check_rounding(rounding, generator)
+    scaled, s, a = _scaled(x, tile, arithmetic, None)
+    m, n = scaled.shape
+    v = stochastic_round_e2m1(scaled, generator) if isinstance(generator, torch.Generator) and \
+        rounding == "stochastic" else e2m1_round(scaled)
+    v = v.reshape(m, n // 16, 16)
+    return ((v * s.float().unsqueeze(-1)).reshape(m, n) * (a / (E4M3_MAX * E2M1_MAX))).reshape(x.shape)

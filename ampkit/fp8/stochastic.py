@@ -15,9 +15,9 @@ draw bit for bit.
 
 >>> g = torch.Generator().manual_seed(0)
 >>> x = torch.full((10000,), 2.5)                               # halfway between 2 and 3
->>> codes = stochastic_e2m1(x, g)
->>> sorted(set(e2m1_decode(codes).tolist()))
-[2.0, 3.0]
+>>> v = stochastic_round_e2m1(x, g)
+>>> sorted(set(v.tolist())), round(v.mean().item(), 2)
+([2.0, 3.0], 2.5)
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import torch
 
 from ampkit.formats.e2m1 import E2M1_MAX, e2m1_encode, e2m1_neighbours
 
-__all__ = ["stochastic_e2m1", "round_up_probability", "sr_mean_bound"]
+__all__ = ["stochastic_e2m1", "stochastic_round_e2m1", "round_up_probability", "sr_mean_bound"]
 
 
 def round_up_probability(x: torch.Tensor) -> torch.Tensor:
@@ -40,31 +40,37 @@ def round_up_probability(x: torch.Tensor) -> torch.Tensor:
                        torch.zeros_like(gap))
 
 
-def stochastic_e2m1(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """E2M1 codes (uint8) of ``x`` (values already scaled into [-6, 6]) rounded stochastically with ``generator``.
-
-    One ``torch.rand`` draw per element, in the tensor's order, so a seed repeats a run exactly. NaN gives code 0,
-    as :func:`ampkit.formats.e2m1.e2m1_encode` does.
+def stochastic_round_e2m1(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``x`` (values already scaled into [-6, 6]) rounded stochastically onto E2M1 with ``generator``, as fp32
+    values; :func:`stochastic_e2m1` gives their codes. One ``torch.rand`` draw per element, in the tensor's order,
+    so a seed repeats a run exactly. NaN gives 0, as :func:`ampkit.formats.e2m1.e2m1_encode` does; a value that
+    rounds to zero keeps its sign, as round-to-nearest does.
 
     >>> g = torch.Generator().manual_seed(1)
-    >>> e2m1_decode(stochastic_e2m1(torch.tensor([4.0, -6.0, 0.0]), g)).tolist()   # values on the grid stay
+    >>> stochastic_round_e2m1(torch.tensor([4.0, -6.0, 0.0]), g).tolist()      # values on the grid stay
     [4.0, -6.0, 0.0]
     """
     if not isinstance(generator, torch.Generator):
         raise TypeError("generator must be a seeded torch.Generator (torch.Generator().manual_seed(0))")
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError("x must be a floating-point tensor")
-    xf = x.float()
-    nan = torch.isnan(xf)
-    xf = torch.where(nan, torch.zeros_like(xf), xf)
+    xf = torch.nan_to_num(x.float(), nan=0.0)
     if bool((xf.abs() > E2M1_MAX).any()):
-        raise ValueError("stochastic_e2m1 needs values in [-6, 6]: scale and clamp them first")
+        raise ValueError("stochastic rounding needs values in [-6, 6]: scale and clamp them first")
     lo, hi = e2m1_neighbours(xf)
-    p = round_up_probability(xf)
+    gap = hi - lo
+    p = (xf - lo) / torch.where(gap > 0, gap, torch.ones_like(gap))
     u = torch.rand(xf.shape, generator=generator, dtype=torch.float32)
-    v = torch.where(u < p, hi, lo)
-    v = torch.where((v == 0) & torch.signbit(xf), -v.abs(), v)      # -0.4 rounded to 0 keeps its sign, as RN does
-    return torch.where(nan, torch.zeros_like(v, dtype=torch.uint8), e2m1_encode(v))
+    return torch.copysign(torch.where(u < p, hi, lo), xf)
+
+
+def stochastic_e2m1(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """E2M1 codes (uint8) of :func:`stochastic_round_e2m1`.
+
+    >>> stochastic_e2m1(torch.tensor([4.0, -6.0, 0.0]), torch.Generator().manual_seed(1)).tolist()
+    [6, 15, 0]
+    """
+    return e2m1_encode(stochastic_round_e2m1(x, generator))
 
 
 def sr_mean_bound(x: torch.Tensor, draws: int, sigmas: float = 6.0) -> torch.Tensor:
