@@ -255,13 +255,14 @@ def exercises(notebook: str, **state: Any) -> Exercises:
     return Exercises(exercise_module(notebook), state)
 
 
-def revealing_texts(module: ModuleType) -> list[str]:
-    """What must never be in plain view in a stored notebook: each hint (English and Chinese) and each line of
-    each solution's source that is long enough to be recognised (20 characters)."""
+def revealing_texts(module: ModuleType, run: int = 4) -> list[str]:
+    """What must never be in plain view in a stored notebook: each hint (English and Chinese) and each ``run``
+    consecutive lines of each solution's source (a line alone, ``loss.backward()``, is any notebook's code too)."""
     texts = []
     for n in exercise_numbers(module):
         hint = getattr(module, f"HINT_{n}", "")
         texts += [hint, catalog("zh_CN").gettext(hint)] if hint else []
-        code = inspect.getsource(getattr(module, f"solution_{n}"))
-        texts += [line.strip() for line in code.splitlines()[1:] if len(line.strip()) >= 20]
+        lines = [line.strip() for line in inspect.getsource(getattr(module, f"solution_{n}")).splitlines()]
+        lines = [line for line in lines if line]
+        texts += [" ".join(lines[i:i + run]) for i in range(max(1, len(lines) - run + 1))]
     return texts

@@ -5,8 +5,8 @@ inlined, module constants replaced by their values and folded, import aliases re
 comprehension variables renamed by position; then
 
 * the two returned expressions must differ,
-* no computing call (a call to a module helper, or a call with a non-constant argument or receiver) may appear in
-  both, directly or through a module helper,
+* no computing call (a call with a non-constant argument or receiver) that the returned value is built from, and
+  no call into ampkit or a module helper anywhere, may appear in both, directly or through a module helper,
 * a solution never reads an ``expected_N``,
 
 and a solution's source carries no comment (it is shown to the learner in either language: it explains itself with
@@ -51,6 +51,14 @@ def _bind(target: ast.AST, value: ast.AST, env: dict[str, ast.AST | None]) -> No
                 env[n.id] = None    # bound some other way: opaque
 
 
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 class _Substitute(ast.NodeTransformer):
     def __init__(self, env: dict[str, ast.AST | None], aliases: dict[str, str]):
         self.env, self.aliases = env, aliases
@@ -73,7 +81,8 @@ def _fold(node: ast.AST) -> ast.AST:
                     isinstance(x, (ast.Constant, ast.operator, ast.unaryop, ast.expr_context, ast.BinOp, ast.UnaryOp,
                                    ast.Tuple, ast.List)) for x in ast.walk(n)):
                 try:
-                    return ast.Constant(eval(compile(ast.Expression(n), "<fold>", "eval"), {}))  # noqa: S307
+                    code = compile(ast.fix_missing_locations(ast.Expression(n)), "<fold>", "eval")
+                    return ast.Constant(eval(code, {}))  # noqa: S307 (constants and operators only)
                 except Exception:
                     return n
             return n
@@ -117,8 +126,11 @@ class _Module:
         self.constants: dict[str, ast.AST | None] = {}
         for node in self.tree.body:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = _fold(_Substitute(self.constants, self.aliases).visit(copy.deepcopy(node.value)))
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                    _bind(t, _fold(_Substitute(self.constants, self.aliases).visit(copy.deepcopy(node.value))),
+                    # a literal constant is inlined (``FLAGS`` and ``"o..."`` are one argument); one built by a call
+                    # (an input tensor) stays a name: sharing an input is not sharing the computation
+                    _bind(t, value if _is_literal(value) else ast.Name(t.id if isinstance(t, ast.Name) else "_"),
                           self.constants)
 
     def _flow(self, name: str) -> tuple[list[ast.AST], list[ast.AST], dict[str, str]]:
@@ -148,6 +160,7 @@ class _Module:
         return exprs + returns, returns, _names(fn)
 
     def _computing(self, call: ast.Call) -> bool:
+        """A call to a module helper, or one whose arguments or receiver are not all constants."""
         func = call.func
         head = func.id if isinstance(func, ast.Name) else ""
         if head in self.functions:
@@ -162,17 +175,26 @@ class _Module:
                    and not (isinstance(n, ast.Name) and n.id in self.aliases.values())
                    for p in parts for n in ast.walk(p))
 
+    def _engine(self, call: ast.Call) -> bool:
+        """A call into ampkit (an engine or lesson function, or a method of what one returned) or a module helper."""
+        text = ast.unparse(call.func)
+        return text.startswith("ampkit.") or text.split("(")[0] in self.functions
+
     def calls(self, name: str, seen: frozenset[str] = frozenset()) -> set[str]:
-        """Canonical computing calls ``name`` makes, through the module's helpers too."""
-        exprs, _, names = self._flow(name)
+        """Canonical computing calls ``name`` makes: every one its returned value is built from, and every call into
+        ampkit anywhere in it (a loop included), through the module's helpers too. Shared set-up outside the kit
+        (a model's forward and backward) does not count: the value must not be the same kit computation."""
+        exprs, returns, names = self._flow(name)
         found = set()
         for e in exprs:
+            on_path = any(e is r for r in returns)
             for n in ast.walk(e):
-                if isinstance(n, ast.Call) and self._computing(n):
-                    found.add(_canonical(n, names))
-                    callee = n.func.id if isinstance(n.func, ast.Name) else ""
-                    if callee in self.functions and callee not in seen | {name}:
-                        found |= self.calls(callee, seen | {name})
+                if not (isinstance(n, ast.Call) and self._computing(n) and (on_path or self._engine(n))):
+                    continue
+                found.add(_canonical(n, names))
+                callee = n.func.id if isinstance(n.func, ast.Name) else ""
+                if callee in self.functions and callee not in seen | {name}:
+                    found |= self.calls(callee, seen | {name})
         return found
 
     def returned(self, name: str) -> set[str]:
