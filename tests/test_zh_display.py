@@ -39,7 +39,7 @@ mindspore apex deepspeed keras jax jmp nvidia triton inductor aten cuda cpu gpu 
 autocast gradscaler adam adamw sgd relu gelu softmax linear layernorm rmsnorm batchnorm mlp sdpa gemm matmul
 dtype dtypes fp bf tf float half inf nan nans true false none ok info warn fail eps ulp amax amin log exp sqrt sum
 max min mean std ms µs kib mib gib nats step steps bits bias mant exp
-logits loss eager default static symbolic dynamic notebook tensor core cores hysteresis args amp host margin
+logits loss eager default static symbolic dynamic notebook tensor core cores args amp host margin cell epoch dense
 add mul cat stack pow cumsum prod bmm addmm prelu addcmul dot concat
 """.split())
 
@@ -49,7 +49,10 @@ add mul cat stack pow cumsum prod bmm addmm prelu addcmul dot concat
 #: and MindSpore's own messages quoted verbatim (the scaler's "Found inf or nan", the CPU warnings, the refusals), the
 #: network source it prints and class names. 04 has 2 more for the other branch of a timing-dependent word. A notebook
 #: not listed gets DEFAULT_AT_MOST. Lower a number when a page gets more Chinese; never raise one to let English in.
-ENGLISH_AT_MOST = {"00": 5, "01": 1, "02": 30, "03": 49, "04": 45, "05": 44, "06": 11, "07": 41, "08": 32, "09": 118}
+#: Lowered on 2026-12-08 (issue 39) after 05's scenario names, 07's dtype-mismatch cases and 03's legacy-spelling
+#: advice became Words, quotes were counted apart (QUOTED), and Cell, Dense and epoch (names MindSpore's Chinese docs
+#: keep) joined the allow-list; 04 keeps 2 for its timing-dependent word.
+ENGLISH_AT_MOST = {"00": 3, "01": 1, "02": 26, "03": 49, "04": 37, "05": 37, "06": 11, "07": 36, "08": 31, "09": 118}
 DEFAULT_AT_MOST = 10
 
 WORD = re.compile(r"[A-Za-z][A-Za-z_.'0-9]*")
@@ -116,9 +119,39 @@ def metadata_in(nb: dict) -> list[str]:
     return found
 
 
+#: what a Chinese page quotes on purpose, counted apart: a Markdown code span or block (code, or a framework's message
+#: quoted verbatim; an HTML output's <code> is removed the same way) and text in Chinese quotation marks “…” (the
+#: edition's quotation policy: the English original, so that a learner can search the source, beside a Chinese gloss)
+QUOTED = re.compile(r"```.*?```|`[^`\n]+`|“[^”]*”", re.S)
+CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+#: the English share of what a page displays: English words (outside quotes and the allow-list) over all displayed
+#: words, a Chinese word counted as two characters (modern Chinese words are shorter on average, so this counts fewer
+#: Chinese words than there are and overstates the English share). Issue 39: at most a tenth on every page.
+SHARE_AT_MOST = 0.10
+#: open (issue 39): 09 prints Paddle's own scaler log ("Found inf or nan, current scale is ..."), MindSpore's INFO line,
+#: its refusals and the network's source without quote marks (12.2% measured 2026-12-08); marking them is a change to
+#: its English cells. Lower it with them; never raise it.
+SHARE_EXCEPTIONS = {"09": 0.123}
+
+
 def english_count(nb: dict) -> tuple[int, Counter]:
-    words = Counter(w for _cid, text in displayed_texts(nb) for w in english_words(text))
+    words = Counter(w for _cid, text in displayed_texts(nb) for w in english_words(QUOTED.sub(" ", text)))
     return sum(words.values()), words
+
+
+def quoted_count(nb: dict) -> int:
+    """English words inside the page's quotes (see QUOTED): shown, but not counted against the page."""
+    return sum(len(english_words(m.group(0))) for _cid, text in displayed_texts(nb) for m in QUOTED.finditer(text))
+
+
+def displayed_words(nb: dict) -> float:
+    """Every word the outputs display: each Latin word, and one per two Chinese characters."""
+    texts = [text for _cid, text in displayed_texts(nb)]
+    return sum(len(WORD.findall(t)) + len(CJK_CHAR.findall(t)) / 2 for t in texts)
+
+
+def english_share(nb: dict) -> float:
+    return english_count(nb)[0] / max(displayed_words(nb), 1.0)
 
 
 ZH_NOTEBOOKS = sorted(ZH.glob("[0-9][0-9]_*.ipynb"))
@@ -137,6 +170,28 @@ def test_english_displayed_stays_below_threshold(path):
     assert total <= limit, (f"{path.name}: {total} English words displayed (at most {limit}); translate them with "
                             f"tr()/Word or in the catalog, or add a code/API name to ALLOWED: "
                             f"{', '.join(f'{w} x{n}' for w, n in words.most_common(60))}")
+
+
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_english_is_at_most_a_tenth_of_what_a_page_displays(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    total, words = english_count(nb)
+    share, limit = english_share(nb), SHARE_EXCEPTIONS.get(path.name[:2], SHARE_AT_MOST)
+    assert share <= limit, (f"{path.name}: {share:.1%} of the displayed words are English ({total} of "
+                                    f"{displayed_words(nb):.0f}; {quoted_count(nb)} more quoted): "
+                                    f"{', '.join(f'{w} x{n}' for w, n in words.most_common(40))}")
+
+
+def test_quotes_are_counted_apart_and_the_share_bites():
+    quoted = _fake([{"output_type": "stream", "name": "stdout",
+                     "text": "Paddle 说：“AmpScaler can only be enabled on CUDAPlace”（只能在 CUDA 上启用）\n"}])
+    assert english_count(quoted)[0] == 0 and quoted_count(quoted) == 4       # can only enabled CUDAPlace
+    table = _fake([{"output_type": "display_data", "metadata": {},
+                    "data": {"text/markdown": "| 调用 | 报错 |\n|---|---|\n| `f()` | `ValueError: only on CPU` |"}}])
+    assert english_count(table)[0] == 0
+    english = _fake([{"output_type": "stream", "name": "stdout", "text": "the scaler found inf and skipped 损失\n"}])
+    assert english_count(english)[0] == 5 and displayed_words(english) == 6 + 1   # "inf" is allowed
+    assert english_share(english) > SHARE_AT_MOST
 
 
 def _fake(outputs: list[dict]) -> dict:

@@ -24,7 +24,7 @@ from ampkit.diagnose.headroom import check_model, check_scalar_loss, measure_hea
 from ampkit.diagnose.health import RecordingScaler, ScalerHistory, classify_run
 from ampkit.diagnose.hunter import NonFiniteEvent, NonFiniteHunter
 from ampkit.dtypes import short_name
-from ampkit.i18n import mark, tr
+from ampkit.i18n import Word, mark, tr
 from ampkit.models import build_model
 from ampkit.precision import MixedPrecision, apply_level
 from ampkit.scaling import DynamicLossScaler
@@ -341,5 +341,8 @@ def run_scenario(name: str, fixed: bool = False, model: nn.Module | None = None,
             raise TypeError(f"'my model' needs batch=(x, y), a pair of an input and a target; got "
                             f"{type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, (tuple, list))
                                                          else ""))
-        return diagnose_model(model, *batch)
-    return SCENARIOS[name](bool(fixed))
+        report = diagnose_model(model, *batch)
+    else:
+        report = SCENARIOS[name](bool(fixed))
+    report.scenario = Word(report.scenario)   # printed in the page's language; equal to (and a key as) its English
+    return report

@@ -15,13 +15,16 @@ from dataclasses import dataclass
 
 import torch
 
+from ampkit.i18n import Word
+
 __all__ = ["LegacyCall", "legacy_amp_spellings"]
 
 
 @dataclass(frozen=True)
 class LegacyCall:
-    """One legacy spelling: what was called, the spelling to use instead, the deprecation warning it raised
-    (category name and message, or None), any other warnings, and whether the object came out enabled."""
+    """One legacy spelling: what was called, the spelling to use instead (a Word: its "or" prints in the page's
+    language), the deprecation warning it raised (category name and message, or None), any other warnings, and
+    whether the object came out enabled."""
 
     spelling: str
     replacement: str
@@ -32,10 +35,12 @@ class LegacyCall:
 
 
 _LEGACY = (
-    ("torch.cuda.amp.autocast()", "torch.amp.autocast('cuda')  (or torch.autocast('cuda'))",
+    ("torch.cuda.amp.autocast()",
+     Word("{new}  (or {alias})", new="torch.amp.autocast('cuda')", alias="torch.autocast('cuda')"),
      lambda: torch.cuda.amp.autocast()),
     ("torch.cuda.amp.GradScaler()", "torch.amp.GradScaler('cuda')", lambda: torch.cuda.amp.GradScaler()),
-    ("torch.cpu.amp.autocast()", "torch.amp.autocast('cpu')  (or torch.autocast('cpu'))",
+    ("torch.cpu.amp.autocast()",
+     Word("{new}  (or {alias})", new="torch.amp.autocast('cpu')", alias="torch.autocast('cpu')"),
      lambda: torch.cpu.amp.autocast()),
     ("torch.cpu.amp.GradScaler()", "torch.amp.GradScaler('cpu')", lambda: torch.cpu.amp.GradScaler()),
 )

@@ -219,7 +219,8 @@ def sent_report(report: DoctorReport) -> dict[str, Any]:
                     "losses": [_number(v) for v in ev.get("losses", [])]}
     else:
         evidence = {"kind": "losses", "losses": [_number(v) for v in ev.get("losses", [])]}
-    return {"scenario": report.scenario, "fixed": bool(report.fixed), "healthy": bool(report.healthy),
+    return {"scenario": getattr(report.scenario, "english", report.scenario), "fixed": bool(report.fixed),
+            "healthy": bool(report.healthy),
             "diagnosis": report.diagnosis, "fix": report.fix, "evidence": evidence}
 
 

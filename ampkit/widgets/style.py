@@ -110,6 +110,6 @@ def mark_nonfinite(ax, ys, x=None, label: str = "", colour: str | None = None) -
         lo, hi = ax.get_ylim()
         y_at = lo + 0.5 * (hi - lo)
     ax.plot([xs[bad]], [y_at], marker="X", ms=10, color=colour or STATUS_COLOURS["bad"], zorder=5, ls="none")
-    ax.annotate(f"{label + ': ' if label else ''}inf/NaN from step {xs[bad]}", (xs[bad], y_at),
+    ax.annotate(f"{label}: inf/NaN from step {xs[bad]}" if label else f"inf/NaN from step {xs[bad]}", (xs[bad], y_at),
                 textcoords="offset points", xytext=(6, 6), fontsize=9, color=colour or STATUS_COLOURS["bad"])
     return bad

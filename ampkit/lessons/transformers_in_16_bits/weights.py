@@ -159,7 +159,8 @@ def unscale_error(seed: int = 0) -> str:
 #: into an fp16 ``nn.Linear``), ``"fp32 softmax"`` (probabilities upcast to fp32 for a stable softmax, times fp16
 #: values), ``"fp32 key cache"`` (fp16 queries times keys kept in fp32, with ``torch.bmm``) and ``"fp32 class
 #: weights"`` (a class-weighted cross-entropy of the fp16 logits with the weights in fp32).
-MISMATCHES = ("fp32 input", "fp32 softmax", "fp32 key cache", "fp32 class weights")
+#: the cases (Words: each prints in the page's language and still equals its English)
+MISMATCHES = (Word("fp32 input"), Word("fp32 softmax"), Word("fp32 key cache"), Word("fp32 class weights"))
 
 
 def dtype_mismatch(case: str = "fp32 softmax", fix: bool = False, seed: int = 0) -> str | torch.Tensor:
