@@ -7,20 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from test_docs_generated_zh import headings  # (level, title) of each heading, outside code blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"docs/classroom.zh-CN.md": "docs/classroom.md", "hub/README.zh-CN.md": "hub/README.md"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def headings(text: str) -> list[tuple[int, str]]:
-    out, fenced = [], False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        elif not fenced and (m := re.match(r"(#{1,6}) (.+)", line)):
-            out.append((len(m.group(1)), m.group(2)))
-    return out
 
 
 def anchor(title: str) -> str:
