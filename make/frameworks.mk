@@ -23,8 +23,11 @@ FW_CONSTRAINTS ?= constraints-frameworks.txt
 FW_MINDSPORE ?= 2.10.0
 FW_PADDLE ?= 3.3.1
 FW_NUMPY ?= numpy<2
-# torch's CPU build from PyTorch's index on Linux (make/offline.mk's TORCH_INDEX), PyPI's elsewhere; FW_TORCH_INDEX=
-# for PyPI only. A local label (2.13.0+cpu) satisfies the pin torch==2.13.0.
+# torch first, in this order: (1) with FW_TORCH_INDEX (on Linux PyTorch's CPU index, make/offline.mk's TORCH_INDEX)
+# as an extra index beside pip's own (PyPI, or what pip.conf / PIP_INDEX_URL name), if it answers for torch within
+# 10 s (tests_frameworks/fwtools.py reachable: one try, no retries); (2) else from pip's own index(es) alone, with one
+# line saying so, not pip's retry warnings. FW_TORCH_INDEX=URL: another index; FW_TORCH_INDEX= : pip's own only.
+# A local label (2.13.0+cpu) satisfies the pin torch==2.13.0.
 FW_TORCH_INDEX ?= $(TORCH_INDEX)
 FW_TORCH ?= $(TORCH)
 FW_KERNEL := ampkit-frameworks
@@ -50,7 +53,10 @@ frameworks-install: $(FW_STAMP) $(FW_KERNEL_JSON)
 
 $(FW_STAMP): pyproject.toml ampkit/_version.py $(FW_CONSTRAINTS) | check-python
 	@test -x $(FW_BIN)/python || $(FW_PYTHON) -m venv $(FW_VENV)
-	$(if $(FW_TORCH),$(FW_PIP) $(if $(FW_TORCH_INDEX),--extra-index-url $(FW_TORCH_INDEX)) "$(FW_TORCH)")
+	$(if $(FW_TORCH),@idx=; $(if $(FW_TORCH_INDEX),if $(FW_BIN)/python tests_frameworks/fwtools.py reachable \
+	  "$(FW_TORCH_INDEX)"; then idx="--extra-index-url $(FW_TORCH_INDEX)"; else echo "make frameworks: \
+	  $(FW_TORCH_INDEX) did not answer; torch from pip's own index (FW_TORCH_INDEX=URL for another)"; fi;) \
+	  echo "pip install -c $(FW_CONSTRAINTS) $$idx \"$(FW_TORCH)\""; $(FW_PIP) $$idx "$(FW_TORCH)")
 	$(FW_PIP) "mindspore==$(FW_MINDSPORE)" "paddlepaddle==$(FW_PADDLE)" "$(FW_NUMPY)"
 	$(FW_PIP) -e ".[test]" "$(FW_NUMPY)"
 	@touch $@

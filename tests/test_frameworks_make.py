@@ -114,3 +114,35 @@ def test_no_wheel_stops_make_frameworks_with_its_line_and_exit_0(tmp_path):
             "make frameworks: skipped, mindspore 2.10.0 has no wheel for Python 3.13 (PyPI: Python 3.10-3.12); "
             "try FW_PYTHON=python3.12"]
     assert not (tmp_path / "fw").exists()
+
+
+def test_torch_index_is_tried_once_and_pips_own_index_is_the_fallback(tmp_path):
+    """#39: where PyTorch's CPU index is not reachable, pip retried it ~50 times before finding torch elsewhere.
+    Now `make frameworks` asks it once (fwtools.py reachable, 10 s) and, if it does not answer, says so in one line
+    and installs torch from pip's own index with no extra index; FW_TORCH_INDEX= skips the probe."""
+    out = _make("-n", "frameworks-install", f"FW_VENV={tmp_path}/fw", f"VENV={tmp_path}/main",
+                "FW_TORCH_INDEX=https://index.invalid/whl/cpu")
+    torch_line = next(ln for ln in out.stdout.splitlines() if f'"torch=={TORCH_TESTED}"' in ln)
+    probe = 'fwtools.py reachable "https://index.invalid/whl/cpu"; then idx="--extra-index-url https://index.invalid'
+    assert probe in torch_line and "did not answer; torch from pip's own index" in torch_line
+    assert "--extra-index-url" not in torch_line.split("then")[0]      # pip never gets the index before the probe
+    plain = _make("-n", "frameworks-install", f"FW_VENV={tmp_path}/fw", f"VENV={tmp_path}/main", "FW_TORCH_INDEX=")
+    torch_line = next(ln for ln in plain.stdout.splitlines() if f'"torch=={TORCH_TESTED}"' in ln)
+    assert "reachable" not in torch_line and "--extra-index-url" not in torch_line
+
+
+def test_reachable_answers_no_for_an_index_that_does_not_answer(tmp_path):
+    (tmp_path / "torch").mkdir()
+    assert fwtools.reachable(tmp_path.as_uri()) and not fwtools.reachable((tmp_path / "none").as_uri())
+    assert not fwtools.reachable("http://127.0.0.1:9/simple", timeout=2)      # the discard port: refused at once
+
+
+def test_notebook_09_opens_in_the_kernel_make_frameworks_installs():
+    """`make lab` opens notebook 09 (both editions) in the kernel that has MindSpore and Paddle, not the default."""
+    import json
+    name = re.search(r"^FW_KERNEL := (.+)$", MK, re.M).group(1).strip()
+    display = re.search(r"^FW_KERNEL_NAME := (.+)$", MK, re.M).group(1).strip()
+    for nb in (ROOT / "notebooks" / "09_mindspore_and_paddle.ipynb",
+               ROOT / "notebooks" / "zh_CN" / "09_mindspore_and_paddle.ipynb"):
+        spec = json.loads(nb.read_text())["metadata"]["kernelspec"]
+        assert (spec["name"], spec["display_name"]) == (name, display), nb

@@ -116,3 +116,31 @@ def test_notebook_09_declares_what_it_needs_in_both_editions():
     assert meta["needs"] == list(mp.FRAMEWORKS)
     zh = json.loads((NB.parent / "zh_CN" / NB.name).read_text())["metadata"]["ampkit"]
     assert (NB.parent / "zh_CN" / zh["source"]).resolve() == NB.resolve()
+
+
+def test_signature_defaults_reads_the_signature_and_names_what_exists():
+    from ampkit.lessons import mindspore_and_paddle_copied as mc
+
+    def train(epoch, dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1):
+        pass
+
+    assert mc.signature_defaults(train, "dataset_sink_mode", "sink_size") == {"dataset_sink_mode": False,
+                                                                               "sink_size": -1}
+    with pytest.raises(ValueError, match=r"no parameter sink_mode; its parameters: epoch, dataset, callbacks"):
+        mc.signature_defaults(train, "sink_mode")
+
+
+def test_round_trip_rows_counts_bits_and_relative_errors():
+    """Bits compared as bits (-0.0 is not 0.0), errors relative to the reference's largest magnitude."""
+    import numpy as np
+
+    from ampkit.lessons import mindspore_and_paddle_copied as mc
+
+    ref = np.array([4.0, -2.0, 0.0], np.float32)
+    plain = np.array([4.0, -2.0, 0.0], np.float32)
+    scaled = np.array([4.0, -2.5, -0.0], np.float32)
+    (row,) = mc.round_trip_rows(["w"], [ref], [plain], [scaled], 1024.0)
+    assert row == {"parameter": "w", "same bits as unscaled": "1 of 3", "max error, unscaled": 0.0,
+                   "max error, ×1024 ÷1024": 0.125}
+    with pytest.raises(ValueError, match="one entry per parameter"):
+        mc.round_trip_rows(["w", "b"], [ref], [plain], [scaled], 1024.0)

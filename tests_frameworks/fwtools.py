@@ -4,6 +4,7 @@ MindSpore and PaddlePaddle, and the environment's constraints file.
     python tests_frameworks/fwtools.py check MINDSPORE PADDLE    # prints one line and nothing else where an
                                                                 # install is impossible; prints nothing where it is
     python tests_frameworks/fwtools.py lock -o constraints-frameworks.txt   # (the frameworks env's python)
+    python tests_frameworks/fwtools.py reachable URL    # exit 0 if the package index URL answers for torch in 10 s
 
 Where the wheels are (PyPI's file lists for mindspore 2.10.0 and paddlepaddle 3.3.1, read 2026-11-27; cited in
 docs/reference.md): mindspore has CPython 3.10–3.12 wheels for Linux x86-64 (manylinux1), macOS x86-64 and
@@ -23,6 +24,8 @@ import datetime
 import platform
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 #: (pinned version) -> the Python versions and (system, machine) pairs PyPI has wheels for; None: every platform
@@ -75,6 +78,26 @@ def lock(output: Path) -> int:
     return 0
 
 
+def reachable(index: str, project: str = "torch", timeout: float = 10.0) -> bool:
+    """Whether the package index ``index`` answers for ``project`` (the page pip reads, ``<index>/<project>/``)
+    within ``timeout`` seconds, once, without retries; proxies from the environment, as pip uses them.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     os.mkdir(os.path.join(d, "torch"))
+    ...     reachable("file://" + d), reachable("file://" + d, "numpy")
+    (True, False)
+    """
+    url = index.rstrip("/") + f"/{project}/"
+    if url.startswith("file://"):
+        return Path(url[len("file://"):]).is_dir()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return 200 <= answer.status < 400
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python tests_frameworks/fwtools.py")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -83,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("paddle")
     lk = sub.add_parser("lock", help="write constraints-frameworks.txt from this Python's packages")
     lk.add_argument("-o", "--output", type=Path, required=True)
+    r = sub.add_parser("reachable", help="exit 0 if the package index answers for torch within 10 s")
+    r.add_argument("index")
     args = parser.parse_args(argv)
+    if args.cmd == "reachable":
+        return 0 if reachable(args.index) else 1
     if args.cmd == "check":
         line = reason(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.system(), platform.machine(),
                       args.mindspore, args.paddle)

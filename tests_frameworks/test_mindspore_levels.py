@@ -156,3 +156,15 @@ def test_bf16_is_refused_on_a_cpu():
 def test_nothing_was_written_into_the_repository():
     for folder in (REPO, REPO / "tests_frameworks", REPO / "notebooks"):
         assert not (folder / "rewritten_network").exists() and not (folder / "rank_0").exists()
+
+
+def test_o1_casts_every_primitive_inside_a_white_list_cell():
+    """#39: O1 casts not only the white-list operations: inside a cell whose class is on the white list (Dense) every
+    primitive call but Cast gets fp16 inputs (``_insert_cast_for_operators`` with ``force_cast``); a cell on no list
+    (Softmax) gets none, unless a primitive of its own is on the white list."""
+    from ampkit.lessons.mindspore_and_paddle import rewritten_casts
+
+    o1 = amp.auto_mixed_precision(SmallNet(), "O1")
+    dense = dict(rewritten_casts(o1.d1))
+    assert {"matmul", "bias_add"} <= {op for op, dt in dense.items() if dt == "float16"}
+    assert rewritten_casts(o1.sm) == [] and rewritten_casts(o1.bn) == []

@@ -84,3 +84,17 @@ def test_static_gray_list_holds_the_kits_part_of_it():
     assert {"relu", "batch_norm"} <= real      # on neither dynamic list: they follow their inputs
     for op in ("relu", "batch_norm"):
         assert op not in paddle.amp.white_list()["float16"]["O1"] | paddle.amp.black_list()["float16"]["O1"]
+
+
+def test_layer_norm_is_black_and_relu_batch_norm_are_on_no_list():
+    """#39: notebook 09 once said Paddle's dynamic lists leave layer_norm gray; it is on ``FP16_BLACK_LIST`` (so
+    black at O1 for both dtypes). The static graph's gray list also names it, but the static black list (the same
+    ``FP16_BLACK_LIST``) holds it too and is asked first (``fp16_utils.op_need_keep_fp32``); relu and batch_norm are
+    on the gray list only — the claim "relu white, batch_norm black" is wrong in both graphs."""
+    for dt in ("float16", "bfloat16"):
+        assert "layer_norm" in paddle.amp.black_list()[dt]["O1"]
+        assert not {"relu", "batch_norm"} & (paddle.amp.white_list()[dt]["O1"] | paddle.amp.black_list()[dt]["O1"])
+    lists = fp16_lists.AutoMixedPrecisionLists()
+    assert "layer_norm" in lists.gray_list and "layer_norm" in lists.black_list
+    assert set(fp16_lists.gray_list) & set(amp_lists.FP16_BLACK_LIST) == {"layer_norm"}
+    assert {"relu", "batch_norm"} <= lists.gray_list and not {"relu", "batch_norm"} & lists.black_list

@@ -144,3 +144,18 @@ def test_on_a_cpu_the_grad_scaler_switches_itself_off():
         scaler = paddle.amp.GradScaler(init_loss_scaling=8192)
     assert scaler.is_enable() is False
     assert any("can only be enabled on CUDAPlace" in str(w.message) for w in caught)
+
+
+def test_the_default_decreases_at_every_overflow():
+    """#39: 09 sets ``decr_every_n_nan_or_inf=2`` to show Paddle's count; the default is 1 (the signature), and
+    with it the real scaler decreases at every overflow, in a row or not — notebook 09 shows both streams."""
+    from ampkit.lessons.mindspore_and_paddle import paddle_scales
+    from ampkit.lessons.mindspore_and_paddle_copied import signature_defaults
+
+    assert signature_defaults(paddle.amp.GradScaler, "decr_every_n_nan_or_inf") == {"decr_every_n_nan_or_inf": 1}
+    flags = "oo.o..o"
+    with contextlib.redirect_stdout(None):
+        default = paddle_scales(flags, init_loss_scaling=1024.0, incr_every_n_steps=10)
+        two = paddle_scales(flags, init_loss_scaling=1024.0, incr_every_n_steps=10, decr_every_n_nan_or_inf=2)
+    assert default == [512.0, 256.0, 256.0, 128.0, 128.0, 128.0, 64.0]
+    assert two == [1024.0, 512.0, 512.0, 512.0, 512.0, 512.0, 512.0]

@@ -22,6 +22,8 @@ module                                 notebook: what it holds
                                        policies (:func:`sharded_gradients`), the hunter (:func:`hunt_decoder`)
 ``mindspore_and_paddle``               09: around MindSpore's and Paddle's own code (imported only when called):
                                        :func:`start_frameworks`, the real scalers (:func:`mindspore_scales`, ...)
+``mindspore_and_paddle_copied``        09: the code copied from blog posts (:func:`scaled_gradients`,
+                                       :func:`round_trip_rows`, :func:`without_jit_notes`, ...)
 =====================================  ==============================================================================
 
 >>> from ampkit.lessons import underflow_task
@@ -83,6 +85,13 @@ from ampkit.lessons.mindspore_and_paddle import (
     start_frameworks,
     table_md,
     torch_scales,
+)
+from ampkit.lessons.mindspore_and_paddle_copied import (
+    JIT_NOTES,
+    round_trip_rows,
+    scaled_gradients,
+    signature_defaults,
+    without_jit_notes,
 )
 from ampkit.lessons.transformers_compiled_and_sharded import (
     BACKENDS,
@@ -180,5 +189,6 @@ __all__ = [
     "FRAMEWORKS", "missing_frameworks", "start_frameworks", "first_line", "table_md", "cell_rows", "rewritten_casts",
     "mindspore_lists", "paddle_lists", "list_differences", "parse_flags_text", "mindspore_scales", "torch_scales",
     "paddle_scales", "kit_scales", "captured_mindspore_log", "pir_op_rows", "run_apart", "mindspore_bf16_matmul",
-    "mindspore_net", "NET_SOURCE",
+    "mindspore_net", "NET_SOURCE", "signature_defaults", "scaled_gradients", "round_trip_rows",
+    "without_jit_notes", "JIT_NOTES",
 ]
