@@ -154,3 +154,12 @@ def test_the_checker_reports_a_lone_mark_a_wrong_name_and_a_missing_test(tmp_pat
     assert any("no browser test tests/browser/test_none_browser.py" in p for p in found)
     assert any("js/view.js has no '// port of ampkit/engine.py orphan" in p for p in found)
     assert not any(p.startswith("js/view.js twice") for p in found), found
+
+
+def test_the_document_decides_for_every_module():
+    """Each module of ampkit/widgets/js is named in docs/architecture.md's Ports section: ported, or only selecting."""
+    text = ARCH.read_text("utf-8")
+    section = text[text.index("## Ports"):]
+    section = section[:section.index("\n## ", 1)]
+    named = set(re.findall(r"`(?:js/)?(\w+\.js)`", section))
+    assert {p.name for p in JS_DIR.glob("*.js")} <= named, sorted({p.name for p in JS_DIR.glob("*.js")} - named)

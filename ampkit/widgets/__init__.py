@@ -4,7 +4,8 @@ ipywidgets and anywidget.
 Used in every notebook (00–08). Every view is a :class:`~ampkit.widgets.front.FrontView` (an anywidget): the engine
 computes in Python, an ES module in ``js/`` (``js/kit.js`` + ``js/<name>.js``, no build step, nothing fetched) draws
 it as SVG and HTML from the data the engine sent, in the one look and the kit's language. The page selects among
-states the engine computed or does trivial arithmetic that a browser test checks against the engine; the saved state
+states the engine computed, or, where the input is free, runs a marked port of an engine rule that a browser test
+checks against the engine (docs/architecture.md, "Ports"); the saved state
 moves the view with no kernel, and a still picture beside it serves renderers that run no JavaScript. Each view holds
 its state as attributes (``.value``, ``.slider``, ...), so tests set them headlessly and check what it shows; the
 view is its own ``.widget``. A notebook imports its views and figure helpers from here.

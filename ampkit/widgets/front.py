@@ -3,9 +3,11 @@
 
 A front view is an ``anywidget.AnyWidget``: an ES module in ``ampkit/widgets/js/`` draws it in the browser (no build
 step, nothing fetched from outside the machine) from small data the Python engine computed and sent as traits.
-The engine stays the truth: the module either selects among states the engine computed or does trivial arithmetic
-(:file:`js/kit.js`: a rounding to a format whose limits the engine sent, a number printed as Python prints it) that
-``tests/browser/test_front_arithmetic_browser.py`` checks against the engine on random inputs.
+The engine stays the truth: the module selects among states the engine computed, or, where the input is free (a
+typed number, a slider grid of millions of settings), runs a port of an engine rule, marked as a copy on both sides
+and checked against the engine in a browser test on random inputs (docs/architecture.md, "Ports";
+``tests/test_js_ports.py``). Python's printing (:file:`js/kit.js` ``pyRepr``, ``pyG``, ...) is checked in
+``tests/browser/test_front_arithmetic_browser.py``.
 
 Every front view carries three shared traits: ``look`` (the kit's one look, :func:`look`, read from
 :mod:`ampkit.widgets.style` — the colours the matplotlib figures use), ``text`` (the view's words in the kit's

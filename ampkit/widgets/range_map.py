@@ -7,9 +7,10 @@ a cast would lose. :class:`~ampkit.widgets.formats.FloatExplorer` shows one unde
 
 The engine sends the bands (as data: each format's four intervals of log2|x|), the histogram (bin edges and counts
 at scale 1) and, for every position of the loss-scale slider, the summary line of :func:`classify` at that scale.
-The front end does only trivial arithmetic, which ``tests/browser/test_front_rangemap_arith_browser.py`` checks
-against this module on random inputs: the marker's x is log2|value|, the bars' edges move by log2(scale), and the
-marker's label prints |value| and its log2 as Python's ``.4g`` and ``.2f`` do. A saved notebook's map therefore
+The front end ports two rules of this module (marked ``# port:`` here, docs/architecture.md "Ports"), which
+``tests/browser/test_front_rangemap_arith_browser.py`` checks against it on random inputs: the marker's x is
+log2|value| and its label prints |value| and x as Python's ``.4g`` and ``.2f`` do; the bars' edges move by
+log2(scale). A saved notebook's map therefore
 moves its slider with no kernel. The still picture (:func:`_still_figure`) is a matplotlib figure,
 built only when a renderer without JavaScript needs one.
 """
