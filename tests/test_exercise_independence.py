@@ -6,7 +6,8 @@ comprehension variables renamed by position; then
 
 * the two returned expressions must differ,
 * no computing call (a call with a non-constant argument or receiver) that the returned value is built from, and
-  no call into ampkit or a module helper anywhere, may appear in both, directly or through a module helper,
+  no call into ampkit (``backward_operand_formats()`` too) or a module helper anywhere, may appear in both, directly
+  or through a module helper,
 * a solution never reads an ``expected_N``,
 
 and a solution's source carries no comment (it is shown to the learner in either language: it explains itself with
@@ -160,10 +161,10 @@ class _Module:
         return exprs + returns, returns, _names(fn)
 
     def _computing(self, call: ast.Call) -> bool:
-        """A call to a module helper, or one whose arguments or receiver are not all constants."""
+        """A call to a module helper or into ampkit, or one whose arguments or receiver are not all constants."""
         func = call.func
         head = func.id if isinstance(func, ast.Name) else ""
-        if head in self.functions:
+        if head in self.functions or self._engine(call):
             return True
         dotted = ast.unparse(func)
         if head in NEUTRAL or dotted.startswith("math."):
@@ -277,6 +278,8 @@ def solution_2(grads):
     print(grads)
     return _engine(1 + 2).final_scale * 1
 ''',
+    "a kit call without arguments": GOOD + "from ampkit.lessons import measured\ndef expected_2():\n"
+    "    return sum(measured().values())\ndef solution_2():\n    m = measured()\n    return m['a'] + m['b']\n",
     "reads expected": GOOD + "def expected_2():\n    return 1\ndef solution_2():\n    return expected_2() + 0\n",
     "renamed parameter and comprehension variable": GOOD + '''
 def expected_2(g):
