@@ -9,12 +9,13 @@ notebooks hold none), furo brings no web fonts.
 import os
 from pathlib import Path
 
+from ampkit._kit import LANGUAGES, ROOT  # the kit's languages (the book's editions) and the repository's root
+
 LANG = os.environ.get("AMPKIT_BOOK_LANG", "")
-if LANG not in ("en", "zh_CN"):
-    raise ValueError(f"AMPKIT_BOOK_LANG={LANG!r}: the book's editions are en and zh_CN")
-OTHER = "zh_CN" if LANG == "en" else "en"
+if LANG not in LANGUAGES:
+    raise ValueError(f"AMPKIT_BOOK_LANG={LANG!r}: the book's editions are {' and '.join(LANGUAGES)}")
+OTHER = LANGUAGES[1 - LANGUAGES.index(LANG)]
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 
 project = "ampkit"
 language = LANG
