@@ -261,3 +261,42 @@ def test_attention_widget_sends_every_state_the_engine_computed():
     assert len(json.dumps(state)) + len(v._esm) < 80_000
     still = v.still()
     assert still.children[-1].value[:4] == b"\x89PNG"                # the picture for renderers without JS
+
+
+def test_loss_difference_parts_split_the_weights_from_the_forward_arithmetic():
+    """Notebook 07 §1: a 16-bit run's loss difference = its weights' part (fp32 arithmetic) + its forward pass's part;
+    weights equal to fp32's leave only the arithmetic's part."""
+    import dataclasses
+
+    from ampkit.lessons.transformers_in_16_bits import loss_difference_parts
+
+    kw = dict(n_layers=1, d_model=16, context=16)
+    runs = train_side_by_side(steps=3, batch_size=2, n_samples=8, **kw)
+    parts = loss_difference_parts(runs, n_eval=4, **kw)
+    assert sorted(parts) == ["bf16", "fp16"]
+    for name, p in parts.items():
+        assert p.total == pytest.approx(p.weights + p.arithmetic, abs=1e-12)
+        assert p.distance == pytest.approx(float((runs[name].weights - runs["fp32"].weights).norm())) and p.distance > 0
+        assert p.per_distance == pytest.approx(p.weights / p.distance)
+    same = loss_difference_parts(dict(runs, bf16=dataclasses.replace(runs["bf16"], weights=runs["fp32"].weights)),
+                                 n_eval=4, **kw)["bf16"]
+    assert same.weights == 0 and same.distance == 0 and same.per_distance == 0
+    assert same.total == same.arithmetic != 0              # bf16's forward pass is not fp32's
+    with pytest.raises(ValueError, match="missing"):
+        loss_difference_parts({"fp32": runs["fp32"]}, **kw)
+
+
+def test_the_smallest_step_that_moves_a_bf16_number_from_half_to_two_is_two_to_the_minus_ten():
+    """Notebook 07 §5 once said 2**-9 ("half the smallest gap between 0.5 and 2"); a step down from exactly 0.5
+    needs only 2**-10, the gap below 0.5 being half the gap above it."""
+    from ampkit.precision import nearest_threshold
+
+    band = torch.arange(0x3F00, 0x4001, dtype=torch.int16).view(torch.bfloat16)
+    assert band.numel() == 257 and float(band[0]) == 0.5 and float(band[-1]) == 2.0
+    down = nearest_threshold(band, torch.tensor(-1.0))
+    up = nearest_threshold(band, torch.tensor(1.0))
+    assert float(torch.minimum(up, down).min()) == 2.0**-10
+    assert [float(w) for w, d in zip(band, down) if d == 2.0**-10] == [0.5]       # only down from 0.5
+    assert float(torch.minimum(up, down)[1:].min()) == 2.0**-9                     # elsewhere 2**-9
+    assert kept_in_bf16(0.5, [-0.001, -0.0009, 0.0015]) == [True, False, False]
+    assert not any(any(kept_in_bf16(float(w), (3e-4, -3e-4))) for w in band)

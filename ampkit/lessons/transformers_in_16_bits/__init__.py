@@ -7,6 +7,8 @@ module           holds
 ``activations``  sections 1–4: fp32, bf16 and fp16 trained side by side (:func:`train_side_by_side`), attention
                  logits that overflow (:func:`attention_overflow`), a norm's mean of squares (:func:`norm_rows`),
                  the loss over a vocabulary (:func:`loss_rows`)
+``drift``        section 1: a 16-bit run's loss difference from fp32 split into its weights' part and its forward
+                 arithmetic's part (:func:`loss_difference_parts`)
 ``weights``      sections 5–6: bf16 weights that stop learning (:func:`plateau_experiment`), a model stored in fp16
                  as a fine-tuner receives one (:func:`finetune_stored`)
 ===============  ====================================================================================================
@@ -36,6 +38,7 @@ from ampkit.lessons.transformers_in_16_bits.activations import (
     train_side_by_side,
     underflow_share,
 )
+from ampkit.lessons.transformers_in_16_bits.drift import LossParts, loss_difference_parts
 from ampkit.lessons.transformers_in_16_bits.weights import (
     FIXES,
     MISMATCHES,
@@ -55,6 +58,8 @@ __all__ = [
     "DTYPES", "RECIPES", "Run", "train_side_by_side", "step_activation_bytes", "gradient_errors",
     "AttentionOverflow", "attention_overflow", "largest_logit", "overflow_threshold", "softmax_with_inf",
     "SdpaCheck", "sdpa_vs_manual", "norm_rows", "loss_rows", "underflow_share", "predicted_zero_share",
+    # drift (section 1)
+    "LossParts", "loss_difference_parts",
     # weights (sections 5–6)
     "plateau_experiment", "lost_updates", "kept_in_bf16", "train_in_bf16", "unscale_error", "MISMATCHES",
     "dtype_mismatch", "LoRALinear", "FIXES", "FineTune", "finetune_stored",
