@@ -4,8 +4,10 @@ Every catalog: nothing missing, stale (fuzzy) or untranslated; every number, cod
 cells the same program; the glossary's terms used. The catalogs hold exactly the English that is there now; the
 generated notebooks and the compiled catalog are what `make translations` would write.
 """
+import ast
 import json
 import re
+import unicodedata
 
 import polib
 import pytest
@@ -119,6 +121,74 @@ def test_no_translation_uses_a_form_the_glossary_replaced():
     rows = [["hysteresis", "滞后次数", "x", "滞后额度, 滞后计数", "✓"], ["m", "矩阵乘法", "x", "矩阵乘", ""]]
     assert replaced_forms_used("用掉了滞后额度；一次矩阵乘", rows) == ["滞后额度 (滞后次数)", "矩阵乘 (矩阵乘法)"]
     assert replaced_forms_used("剩余滞后次数；一次矩阵乘法", rows) == []
+
+
+_WIDTH = re.compile(r"^(?:.?[<>^=])?[+\- ]?#?0?(\d+)")
+
+
+def _columns(fstring: ast.JoinedStr) -> list[tuple[str, object, str]]:
+    """An f-string as ("text", literal, "") and ("field", the field's node, its format spec) parts."""
+    out: list[tuple[str, object, str]] = []
+    for v in fstring.values:
+        if isinstance(v, ast.Constant):
+            out.append(("text", v.value, ""))
+        else:
+            spec = "".join(c.value for c in (v.format_spec.values if v.format_spec else [])
+                           if isinstance(c, ast.Constant))
+            out.append(("field", v.value, spec))
+    return out
+
+
+def header_misfits(source: str) -> list[str]:
+    """Printed tables whose header does not end its columns where the rows do (a Chinese character is two columns):
+    the header is an f-string whose fields are all string literals (f"{'损失':>8s} ..."), its rows the next f-string
+    with as many fields, each with a width; one line per header field that ends elsewhere."""
+    def dw(text: str) -> int:
+        return len(text) + sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+
+    tables = [_columns(n) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.JoinedStr)]
+    is_header = [sum(k == "field" for k, *_ in t) >= 3 and all(isinstance(v, ast.Constant) and isinstance(v.value, str)
+                                                                for k, v, _ in t if k == "field") for t in tables]
+    problems = []
+    for i, head in enumerate(tables):
+        n = sum(k == "field" for k, *_ in head)
+        rows = [t for t, h in zip(tables[i + 1:], is_header[i + 1:]) if not h and sum(k == "field" for k, *_ in t) == n]
+        if not is_header[i] or not rows:
+            continue
+        ends, pos = [], 0
+        for kind, value, spec in rows[0]:
+            width = _WIDTH.match(spec) if kind == "field" else None
+            if kind == "field" and not width:
+                break
+            pos += dw(value) if kind == "text" else int(width.group(1))
+            ends += [pos] if kind == "field" else []
+        pos, k = 0, 0
+        for kind, value, spec in head:
+            if kind == "text":
+                pos += dw(value)
+                continue
+            if k == len(ends):
+                break
+            pos += dw(format(value.value, spec))
+            if pos != ends[k]:
+                problems.append(f"{value.value!r} ends at column {pos}, its rows' column at {ends[k]}")
+            k += 1
+    return problems
+
+
+def test_translated_table_headers_end_their_columns_where_the_rows_do():
+    found = {f"{path.name} [{e.msgctxt}]": header_misfits(e.msgstr)
+             for path in CATALOGS[:-1] for e in polib.pofile(str(path), wrapwidth=0)
+             if not e.obsolete and (e.comment or "").startswith("code") and e.msgstr
+             and not (e.tcomment or "").startswith("layout:")}   # a translator's note says how it lines up instead
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"misaligned headers (fit the format width to the label's display width): {found}"
+    en = 'print(f"{\'loss\':>8s} {\'step\':>6s} {\'scale\':>7s}")\nprint(f"{x:8.3f} {n:6d} {s:7g}")'
+    assert header_misfits(en) == []
+    assert header_misfits(en.replace("'loss':>8s", "'损失':>8s")) == ["'损失' ends at column 10, its rows' column at 8",
+                                                                    "'step' ends at column 17, its rows' column at 15",
+                                                                    "'scale' ends at column 25, its rows' column at 23"]
+    assert header_misfits(en.replace("'loss':>8s", "'损失':>6s")) == []
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.name)

@@ -87,15 +87,17 @@ def _program(source: str) -> str:
 
 def _prose_of_code(source: str) -> str:
     """The comments and strings of a code cell (what a translator translates), as one text; figure text is not in it
-    (it stays English in the code and is translated in its own ``figure`` entry)."""
+    (it stays English in the code and is translated in its own ``figure`` entry), nor a field's format spec."""
     parts = []
     try:
         parts += [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
                   if t.type == tokenize.COMMENT]
         tree = ast.parse(source)
         figure = {id(n) for f in figure_nodes(tree) for n in ast.walk(f)}
+        specs = {id(c) for n in ast.walk(tree) if isinstance(n, ast.FormattedValue) and n.format_spec
+                 for c in ast.walk(n.format_spec)}   # a field's format (">8s") is layout, which a translation may fit
         parts += [n.value for n in ast.walk(tree)
-                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in figure]
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in figure | specs]
     except (SyntaxError, tokenize.TokenError):
         parts.append(source)
     return "\n".join(parts)
