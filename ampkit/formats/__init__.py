@@ -46,15 +46,19 @@ from ampkit.formats.bits import PATTERN_KINDS, Decomposition, decompose, from_bi
 from ampkit.formats.e2m1 import (
     E2M1,
     E2M1_MAX,
+    E2M1_MIDPOINTS,
+    E2M1_SATURATION,
     E2M1_VALUES,
     e2m1_decode,
     e2m1_encode,
+    e2m1_neighbours,
     e2m1_round,
     pack_e2m1,
     unpack_e2m1,
 )
 from ampkit.formats.parse import parse_value
 from ampkit.formats.registry import (
+    BY_NAME_ONLY,
     FORMATS,
     FP16_MAX,
     FP16_TINY,
@@ -71,5 +75,6 @@ __all__ = [
     "FormatInfo", "info", "Classification", "classify", "classify_codes", "PATTERN_KINDS", "CLASSES",
     "Decomposition", "decompose", "from_bits", "toggle_bit", "ulp", "accumulate", "range_bands",
     "RangeBands", "parse_value", "explain", "FP16_MAX", "FP16_TINY", "FP32_MAX", "to_fp32",
-    "E2M1", "E2M1_MAX", "E2M1_VALUES", "e2m1_encode", "e2m1_decode", "e2m1_round", "pack_e2m1", "unpack_e2m1",
+    "E2M1", "E2M1_MAX", "E2M1_VALUES", "E2M1_MIDPOINTS", "E2M1_SATURATION", "e2m1_encode", "e2m1_decode",
+    "e2m1_round", "e2m1_neighbours", "pack_e2m1", "unpack_e2m1", "BY_NAME_ONLY",
 ]

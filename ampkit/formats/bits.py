@@ -81,7 +81,7 @@ def _decode(pattern: int, fi: FormatInfo) -> tuple[str, float, int | None]:
     sign = -1.0 if s else 1.0
     if fi.has_inf and e == e_all:
         return ("inf", sign * math.inf, None) if m == 0 else ("nan", math.nan, None)
-    if not fi.has_inf and e == e_all and m == m_all:  # "fn" formats: one NaN pattern per sign, no inf
+    if not fi.has_inf and fi.has_nan and e == e_all and m == m_all:  # "fn" formats: one NaN pattern per sign
         return "nan", math.nan, None
     if e == 0:
         if m == 0:

@@ -20,9 +20,11 @@ from functools import lru_cache
 
 import torch
 
+from ampkit.formats.e2m1 import E2M1, E2M1_VALUES, e2m1_encode, e2m1_round
 from ampkit.i18n import tr
 
-__all__ = ["FORMATS", "FP16_MAX", "FP16_TINY", "FP32_MAX", "resolve_format", "format_name", "FormatInfo", "info"]
+__all__ = ["FORMATS", "BY_NAME_ONLY", "FP16_MAX", "FP16_TINY", "FP32_MAX", "resolve_format", "format_name",
+           "FormatInfo", "info"]
 
 #: fp16's largest finite number, 65504 (``torch.finfo(torch.float16).max``): a value or gradient above it
 #: overflows to inf when stored in fp16. ``info("fp16").max`` is the same number; this is the constant for a hot path.
@@ -43,7 +45,13 @@ FORMATS: dict[str, torch.dtype] = {
     "float8_e5m2": torch.float8_e5m2,
 }
 
+#: Formats known by name but not listed in :data:`FORMATS` (so not in the views' default lists): E2M1, the 4-bit
+#: float of MXFP4/NVFP4 (``10_fp4.ipynb``). torch has no cast to it on a CPU: the kit's own
+#: (:mod:`ampkit.formats.e2m1`) stands in for torch's, and its dtype is torch's packed ``float4_e2m1fn_x2``.
+BY_NAME_ONLY: dict[str, torch.dtype] = {E2M1: torch.float4_e2m1fn_x2}
+
 _ALIASES: dict[str, str] = {
+    "e2m1": E2M1, "fp4": E2M1, "float4_e2m1fn": E2M1, "float4_e2m1fn_x2": E2M1, "fp4_e2m1": E2M1,
     "fp32": "float32", "float": "float32", "single": "float32",
     "fp16": "float16", "half": "float16",
     "bf16": "bfloat16",
@@ -66,7 +74,7 @@ def resolve_format(fmt: str | torch.dtype) -> torch.dtype:
     torch.bfloat16
     """
     if isinstance(fmt, torch.dtype):
-        if fmt in FORMATS.values():
+        if fmt in FORMATS.values() or fmt in BY_NAME_ONLY.values():
             return fmt
         raise ValueError(tr("unsupported format {fmt}; supported formats: {names}", fmt=fmt, names=", ".join(FORMATS)))
     if not isinstance(fmt, str):
@@ -76,6 +84,8 @@ def resolve_format(fmt: str | torch.dtype) -> torch.dtype:
     key = _ALIASES.get(key, key)
     if key in FORMATS:
         return FORMATS[key]
+    if key in BY_NAME_ONLY:
+        return BY_NAME_ONLY[key]
     raise ValueError(tr("unsupported format {fmt!r}; supported formats: {names} (aliases: {aliases})", fmt=fmt,
                         names=", ".join(FORMATS), aliases=", ".join(sorted(_ALIASES))))
 
@@ -87,16 +97,21 @@ def format_name(fmt: str | torch.dtype) -> str:
     ('float16', 'bfloat16', 'float8_e4m3fn')
     """
     dtype = resolve_format(fmt)
-    return next(name for name, dt in FORMATS.items() if dt == dtype)
+    return next(name for name, dt in (*FORMATS.items(), *BY_NAME_ONLY.items()) if dt == dtype)
 
 
 def cast(value: float, dtype: torch.dtype) -> float:
-    """``value`` (float64) after torch's own cast to ``dtype`` and back: the number a tensor of ``dtype`` holds."""
+    """``value`` (float64) after torch's own cast to ``dtype`` and back: the number a tensor of ``dtype`` holds.
+    E2M1: the kit's cast (:func:`ampkit.formats.e2m1.e2m1_round`), through float32 as torch's casts go."""
+    if dtype in BY_NAME_ONLY.values():
+        return float(e2m1_round(torch.tensor(value, dtype=torch.float64).to(torch.float32)))
     return torch.tensor(value, dtype=torch.float64).to(dtype).to(torch.float64).item()
 
 
 def pattern_to_float(pattern: int, dtype: torch.dtype) -> float:
-    """The value torch reads from bit pattern ``pattern`` (an unsigned int) of ``dtype``."""
+    """The value torch reads from bit pattern ``pattern`` (an unsigned int) of ``dtype`` (E2M1: the kit's table)."""
+    if dtype in BY_NAME_ONLY.values():
+        return E2M1_VALUES[pattern]
     bits = torch.finfo(dtype).bits
     view = _INT_VIEW[bits]
     if view is not torch.uint8 and pattern >= 1 << (bits - 1):
@@ -106,6 +121,8 @@ def pattern_to_float(pattern: int, dtype: torch.dtype) -> float:
 
 def float_to_pattern(value: float, dtype: torch.dtype) -> int:
     """Bit pattern torch stores for ``value`` (float64 -> dtype with torch's own cast), as an unsigned int."""
+    if dtype in BY_NAME_ONLY.values():
+        return int(e2m1_encode(torch.tensor(value, dtype=torch.float64).to(torch.float32)))
     bits = torch.finfo(dtype).bits
     t = torch.tensor(value, dtype=torch.float64).to(dtype)
     return int(t.view(_INT_VIEW[bits]).item()) & ((1 << bits) - 1)
@@ -127,6 +144,7 @@ class FormatInfo:
     eps: float
     has_inf: bool
     overflows_to: str  # what torch gives for 2*max: "inf", "nan" or "max" (saturates)
+    has_nan: bool = True   # E2M1 has none: its all-ones pattern is 6, not NaN
 
     @property
     def emin(self) -> int:
@@ -171,24 +189,33 @@ class FormatInfo:
 
 @lru_cache(maxsize=None)
 def _info(name: str) -> FormatInfo:
-    dtype = FORMATS[name]
-    fi = torch.finfo(dtype)
-    mant = round(-math.log2(fi.eps))
-    exp_bits = fi.bits - 1 - mant
+    dtype = FORMATS[name] if name in FORMATS else BY_NAME_ONLY[name]
+    if name in BY_NAME_ONLY:   # no torch.finfo: read the same limits off the kit's E2M1 table
+        bits = (len(E2M1_VALUES) - 1).bit_length()
+        one = float_to_pattern(1.0, dtype)
+        eps, fmax = pattern_to_float(one + 1, dtype) - 1.0, max(E2M1_VALUES)
+        mant = round(-math.log2(eps))
+        tiny = pattern_to_float(1 << mant, dtype)
+    else:
+        fi = torch.finfo(dtype)
+        bits, eps, fmax, tiny = fi.bits, float(fi.eps), float(fi.max), float(fi.smallest_normal)
+        mant = round(-math.log2(fi.eps))
+    exp_bits = bits - 1 - mant
     bias = float_to_pattern(1.0, dtype) >> mant  # 1.0 = 2**0: its exponent field is the bias
     inf_pattern = ((1 << exp_bits) - 1) << mant
     has_inf = math.isinf(pattern_to_float(inf_pattern, dtype))
-    over = cast(float(fi.max) * 2, dtype)
+    has_nan = any(math.isnan(pattern_to_float(p, dtype)) for p in ((1 << (bits - 1)) - 1, (1 << bits) - 1))
+    over = cast(fmax * 2, dtype)
     overflows_to = "inf" if math.isinf(over) else ("nan" if math.isnan(over) else "max")
-    return FormatInfo(name=name, dtype=dtype, bits=fi.bits, exponent_bits=exp_bits, mantissa_bits=mant, bias=bias,
-                      max=float(fi.max), smallest_normal=float(fi.smallest_normal),
-                      smallest_subnormal=pattern_to_float(1, dtype), eps=float(fi.eps), has_inf=has_inf,
-                      overflows_to=overflows_to)
+    return FormatInfo(name=name, dtype=dtype, bits=bits, exponent_bits=exp_bits, mantissa_bits=mant, bias=bias,
+                      max=fmax, smallest_normal=tiny, smallest_subnormal=pattern_to_float(1, dtype), eps=eps,
+                      has_inf=has_inf, overflows_to=overflows_to, has_nan=has_nan)
 
 
 @lru_cache(maxsize=None)
 def _max_pattern(name: str) -> int:
-    return float_to_pattern(float(torch.finfo(FORMATS[name]).max), FORMATS[name])
+    fi = _info(name)
+    return float_to_pattern(fi.max, fi.dtype)
 
 
 def info(fmt: str | torch.dtype) -> FormatInfo:
@@ -196,5 +223,7 @@ def info(fmt: str | torch.dtype) -> FormatInfo:
 
     >>> i = info("fp16"); (i.exponent_bits, i.mantissa_bits, i.bias, i.max, i.smallest_subnormal == 2**-24)
     (5, 10, 15, 65504.0, True)
+    >>> i = info("e2m1"); (i.bits, i.exponent_bits, i.bias, i.max, i.smallest_subnormal, i.has_nan, i.overflows_to)
+    (4, 2, 1, 6.0, 0.5, False, 'max')
     """
     return _info(fmt if isinstance(fmt, str) and fmt in FORMATS else format_name(fmt))  # canonical names: fast

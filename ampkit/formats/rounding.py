@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ampkit.formats.e2m1 import E2M1, e2m1_round
 from ampkit.formats.parse import real_value
 from ampkit.formats.registry import FORMATS, FormatInfo, cast, info, resolve_format
 from ampkit.i18n import Word, mark, tr
@@ -188,7 +189,7 @@ def ulp(values: float | torch.Tensor, fmt: str | torch.dtype) -> float | torch.T
     scalar = not isinstance(values, torch.Tensor)
     t = (values.detach().to(torch.float64) if isinstance(values, torch.Tensor)
          else torch.as_tensor(values, dtype=torch.float64))
-    stored = t.to(fi.dtype).to(torch.float64)
+    stored = (e2m1_round(t.float()) if fi.name == E2M1 else t.to(fi.dtype)).to(torch.float64)
     _, exp = torch.frexp(stored.abs())
     e = torch.clamp(exp.to(torch.float64) - 1, min=fi.emin)
     e = torch.where(stored == 0, torch.full_like(e, fi.emin), e)   # frexp(0) has exponent 0: zero sits at the bottom

@@ -37,7 +37,7 @@ from torch import nn
 
 from ampkit._util import check_choice, check_int
 from ampkit.fp8.hadamard import rht
-from ampkit.fp8.mx import ROUNDINGS, mx_fake_quantize
+from ampkit.fp8.mx import SCALE_RULES, mx_fake_quantize
 from ampkit.fp8.nvfp4 import ARITHMETICS, nvfp4_fake_quantize
 
 __all__ = ["FP4_FORMATS", "NVFP4Recipe", "NVFP4Linear", "to_nvfp4", "quantize_operand"]
@@ -61,7 +61,7 @@ class NVFP4Recipe:
     def __post_init__(self):
         check_choice("fmt", self.fmt, FP4_FORMATS)
         check_choice("arithmetic", self.arithmetic, ARITHMETICS)
-        check_choice("mx_rounding", self.mx_rounding, ROUNDINGS)
+        check_choice("mx_rounding", self.mx_rounding, SCALE_RULES)
         check_int("seed", self.seed, minimum=0)
         for name in ("rht", "stochastic", "weight_2d"):
             if not isinstance(getattr(self, name), bool):

@@ -56,12 +56,15 @@ from ampkit.formats.e2m1 import E2M1_MAX, E2M1_SATURATION, e2m1_decode, e2m1_enc
 from ampkit.fp8.quantize import FP8_FORMATS, fp8_dtype, fp8_max, fp8_name, fp8_to_float, saturates
 from ampkit.i18n import tr
 
-__all__ = ["ROUNDINGS", "ELEMENTS", "elem_name", "elem_max", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX", "E8M0_BIAS",
-           "E8M0_NAN", "emax_elem", "mx_exponents",
+__all__ = ["ROUNDINGS", "SCALE_RULES", "ELEMENTS", "elem_name", "elem_max", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX",
+           "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
            "mx_quantize", "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block", "e8m0_encode",
            "e8m0_decode"]
 
-ROUNDINGS = ("ocp", "te", "floor", "ceil", "even", "rceil")
+#: the two MXFP8 rules notebook 06 compares (its view lists these)
+ROUNDINGS = ("ocp", "te")
+#: every rule the kit computes: the two above and torchao's names (``10_fp4.ipynb``)
+SCALE_RULES = (*ROUNDINGS, "floor", "ceil", "even", "rceil")
 #: the element formats of an MX block: MXFP8 (e4m3, e5m2) and MXFP4 (e2m1)
 ELEMENTS = ("e4m3", "e5m2", "e2m1")
 _E2M1_NAMES = ("e2m1", "fp4", "float4_e2m1", "float4_e2m1fn", "mxfp4")
@@ -141,7 +144,7 @@ def mx_exponents(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, roun
     >>> mx_exponents(big, block=2, rounding="ocp").tolist(), mx_exponents(big, block=2, rounding="te").tolist()
     ([[0]], [[1]])
     """
-    rounding = check_choice("rounding", rounding, ROUNDINGS)
+    rounding = check_choice("rounding", rounding, SCALE_RULES)
     return _exponents(_blocks(x, check_block(x, block)), elem_name(fmt), rounding)[0]
 
 
@@ -241,7 +244,7 @@ def _check_flags(flags, shape: tuple[int, ...]) -> torch.Tensor:
 def _prepare(x: torch.Tensor, fmt: str, block: int, rounding: str):
     """Validated ``(block, format name, rounding, blocks view, exponents, non-finite blocks)``."""
     block = check_block(x, block)
-    name, rounding = elem_name(fmt), check_choice("rounding", rounding, ROUNDINGS)
+    name, rounding = elem_name(fmt), check_choice("rounding", rounding, SCALE_RULES)
     b = _blocks(x, block)
     return (block, name, rounding, b, *_exponents(b, name, rounding))
 

@@ -93,6 +93,7 @@ def explorer_formats(fmts: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
         out.append({**format_limits(fi.name), "label": format_label(fi.name),
                     "bits": fi.bits,
                     "exponent_bits": fi.exponent_bits, "bias": fi.bias, "has_inf": fi.has_inf,
+                    **({} if fi.has_nan else {"has_nan": False}),   # E2M1 only: the saved views of 00/01 unchanged
                     "nan_pattern": decompose(math.nan, fi.name).pattern})
     return out
 

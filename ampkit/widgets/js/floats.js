@@ -104,7 +104,7 @@ export function parseTyped(text) {
 }
 
 // -- one format's arithmetic, on the limits the engine sent: {bits, exponent_bits, mantissa_bits, bias, emin,
-//    has_inf, nan_pattern, ... roundTo's limits}
+//    has_inf, has_nan, nan_pattern, ... roundTo's limits}
 
 /** The bit pattern (an integer) of a value of format f. */
 export function encode(x, f) {
@@ -142,7 +142,8 @@ export function decode(p, f) {
   const sign = s ? -1 : 1;
   if (f.has_inf && e === eAll) return m === 0 ? { kind: "inf", value: sign * Infinity, unbiased: null }
     : { kind: "nan", value: NaN, unbiased: null };
-  if (!f.has_inf && e === eAll && m === mAll) return { kind: "nan", value: NaN, unbiased: null };
+  // E2M1 (has_nan false) has no NaN: its all-ones pattern is 6
+  if (!f.has_inf && f.has_nan !== false && e === eAll && m === mAll) return { kind: "nan", value: NaN, unbiased: null };
   if (e === 0) {
     if (m === 0) return { kind: "zero", value: s ? -0 : 0, unbiased: null };
     return { kind: "subnormal", value: sign * m * 2 ** (f.emin - f.mantissa_bits), unbiased: f.emin };
