@@ -2,7 +2,8 @@
 posts publish (graph mode, a conv net at O2, a fixed loss scale multiplied before ``value_and_grad`` and divided
 after, ``all_finite``, ``@ms.jit``) fails to compile when it divides the gradients into a list and trains when it
 divides them into a tuple; ×1024 ÷1024 gives back (almost) the unscaled gradients; ``Model.train`` does not sink by
-default; O1 casts every primitive inside a white-list cell; ``without_jit_notes`` hides only its two notes."""
+default; ``without_jit_notes`` hides only its two notes. A failed graph compile writes ``rank_0/om/analyze_fail.ir``
+into the working folder: the module runs in a temporary one."""
 from __future__ import annotations
 
 import os
@@ -69,6 +70,14 @@ def _copied_step(as_tuple: bool):
                 optimizer(grads)
             return loss / loss_scale
     return train_step
+
+
+@pytest.fixture(scope="module", autouse=True)
+def temp_cwd(tmp_path_factory):
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("mindspore-cwd"))
+    yield
+    os.chdir(here)
 
 
 @pytest.fixture
