@@ -8,7 +8,7 @@
 # Offline, a $(JS_CACHE) installed earlier is used as it is (the stamp names the lock file it was installed from).
 JS_CACHE ?= .cache/js
 JS_LOCK  := tests/js/package-lock.json
-JS_STAMP := $(JS_CACHE)/.installed-$(shell cksum < $(JS_LOCK) | cut -d' ' -f1)
+JS_STAMP := $(JS_CACHE)/.installed-$(shell cksum < $(JS_LOCK) 2>/dev/null | cut -d" " -f1)
 
 .PHONY: js-check
 

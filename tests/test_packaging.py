@@ -68,6 +68,7 @@ def _make_dry_run(tmp_path, *args):
     for name in ("Makefile", "pyproject.toml", "constraints.txt", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)  # the Makefile includes make/*.mk
+    shutil.copytree(ROOT / "tests" / "js", tmp_path / "tests" / "js", dirs_exist_ok=True)  # make/jscheck.mk's lock
     out = subprocess.run(["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
@@ -97,6 +98,8 @@ def test_make_lab_installs_the_runtime_and_make_test_the_four_extras(tmp_path):
 def test_make_test_lints_then_runs_pytest(tmp_path):
     plan = _make_dry_run(tmp_path, "test")
     assert plan.index("ruff check") < plan.index("-m pytest")
+    # the views' JavaScript type-checked first, by the tsc npm ci installed from the lock (make/jscheck.mk)
+    assert plan.index("npm ci") < plan.index("tests/js/typecheck.py") < plan.index("ruff check")
 
 
 def test_one_version():
@@ -136,6 +139,7 @@ def test_make_refuses_old_python_with_one_clear_line(tmp_path):
     for name in ("Makefile", "pyproject.toml", "constraints.txt", "ampkit/_version.py"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "make", tmp_path / "make", dirs_exist_ok=True)  # the Makefile includes make/*.mk
+    shutil.copytree(ROOT / "tests" / "js", tmp_path / "tests" / "js", dirs_exist_ok=True)  # make/jscheck.mk's lock
     out = subprocess.run(["make", f"PYTHON={fake}", "test"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "ampkit needs Python >= 3.10" in out.stdout and "Python 3.9.2" in out.stdout
