@@ -8,11 +8,11 @@
 # Offline, a $(JS_CACHE) installed earlier is used as it is (the stamp names the lock file it was installed from).
 JS_CACHE ?= .cache/js
 JS_LOCK  := tests/js/package-lock.json
-JS_STAMP := $(JS_CACHE)/.installed-$(shell cksum < $(JS_LOCK) 2>/dev/null | cut -d" " -f1)
+JS_STAMP := $(JS_CACHE)/.installed-$(shell cat $(JS_LOCK) 2>/dev/null | cksum | cut -d" " -f1)
 
 .PHONY: js-check
 
-$(JS_STAMP): $(JS_LOCK) tests/js/package.json
+$(JS_STAMP): $(wildcard $(JS_LOCK) tests/js/package.json)
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && \
 	  node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \
 	  echo "make js-check: Node.js (>= 18) and npm are needed to type-check the views' JavaScript;"; \
