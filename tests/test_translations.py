@@ -191,6 +191,16 @@ def test_translated_table_headers_end_their_columns_where_the_rows_do():
     assert header_misfits(en.replace("'loss':>8s", "'损失':>6s")) == []
 
 
+@pytest.mark.parametrize("edition", [ROOT / "notebooks", ROOT / "notebooks" / "zh_CN"], ids=["en", "zh_CN"])
+def test_the_series_table_of_notebook_00_lists_every_notebook(edition):
+    nb = json.loads((edition / "00_start_here.ipynb").read_text(encoding="utf-8"))
+    tables = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown" and "| `00_start_here` |" in
+              "".join(c["source"])]
+    assert len(tables) == 1, "notebook 00 has one series table"
+    listed = re.findall(r"^\| `(\d\d_\w+)` \|", tables[0], re.M)
+    assert listed == [p.stem for p in NOTEBOOKS], listed
+
+
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.name)
 def test_catalog_has_no_missing_stale_or_wrong_translation(path):
     terms = glossary_terms()
