@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ampkit.dtypes import short_name
+from ampkit.formats import FP16_MAX
 from ampkit.i18n import mark, tr
 from ampkit.lessons import CountingBackend, linear_calls, overflow_gain
 
@@ -144,7 +145,7 @@ def expected_6() -> float:
 
 
 def solution_6(bad: Any) -> float:
-    fp16_max = torch.finfo(torch.float16).max
+    fp16_max = FP16_MAX
     predicted = EX6_GAIN * math.sqrt(fp16_max / bad.raw_logit_max)
     print(tr("q·kᵀ grows with the gain squared: 400 · √({max:.0f} / {top:.4g}) = {predicted:.1f}; the linear guess "
              "would be {linear:.0f}", max=fp16_max, top=bad.raw_logit_max, predicted=predicted,
