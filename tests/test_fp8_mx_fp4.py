@@ -162,3 +162,18 @@ def test_e2m1_neighbours_bracket_and_bad_input_says_what_is_valid():
         mx_quantize(torch.zeros(1, 32), "e3m0")
     with pytest.raises(TypeError, match="uint8"):
         e2m1_decode(torch.zeros(2))
+
+
+def test_block_range_agrees_with_quantizing_the_block():
+    """For amaxes across a binade and every rule: ``block_range(amax).saturates`` is exactly whether mx_report counts
+    the block as saturating, and a value just below ``flush_below`` flushes while one at twice it does not."""
+    from ampkit.fp8.mx import SCALE_RULES, block_range
+
+    for rule in SCALE_RULES:
+        for amax in torch.linspace(3.0, 13.0, 81).tolist():
+            r = block_range(amax, "e2m1", rule)
+            x = torch.zeros(1, 32)
+            x[0, 0], x[0, 1], x[0, 2] = amax, 0.99 * r.flush_below, 2 * r.flush_below
+            assert r.saturates == (mx_report(x, "e2m1", rounding=rule).blocks_saturating == 1), (rule, amax)
+            q = mx_fake_quantize(x, "e2m1", 32, rule)[0]
+            assert q[1] == 0 and q[2] != 0, (rule, amax)

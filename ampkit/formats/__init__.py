@@ -53,6 +53,7 @@ from ampkit.formats.e2m1 import (
     e2m1_encode,
     e2m1_neighbours,
     e2m1_round,
+    e2m1_step,
     pack_e2m1,
     unpack_e2m1,
 )
@@ -76,5 +77,5 @@ __all__ = [
     "Decomposition", "decompose", "from_bits", "toggle_bit", "ulp", "accumulate", "range_bands",
     "RangeBands", "parse_value", "explain", "FP16_MAX", "FP16_TINY", "FP32_MAX", "to_fp32",
     "E2M1", "E2M1_MAX", "E2M1_VALUES", "E2M1_MIDPOINTS", "E2M1_SATURATION", "e2m1_encode", "e2m1_decode",
-    "e2m1_round", "e2m1_neighbours", "pack_e2m1", "unpack_e2m1", "BY_NAME_ONLY",
+    "e2m1_round", "e2m1_neighbours", "e2m1_step", "pack_e2m1", "unpack_e2m1", "BY_NAME_ONLY",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 __all__ = ["E2M1", "E2M1_MAX", "E2M1_SATURATION", "E2M1_VALUES", "E2M1_MIDPOINTS", "e2m1_encode", "e2m1_decode",
-           "e2m1_round",           "e2m1_neighbours", "pack_e2m1", "unpack_e2m1"]
+           "e2m1_round", "e2m1_neighbours", "e2m1_step", "pack_e2m1", "unpack_e2m1"]
 
 #: the canonical name of the format, as :func:`ampkit.formats.info` knows it
 E2M1 = "float4_e2m1"
@@ -52,9 +52,19 @@ def _round_magnitude(a: torch.Tensor) -> torch.Tensor:
     2 above — read off ``a``'s fp32 exponent field, clamped to [0, 2] — and ``torch.round`` rounds half to even: on
     each of these grids the even integer is the even code, so the ties go where the format's ties go. Saturates at 6.
     """
-    e = ((a.view(torch.int32) >> 23) - 127).clamp_(0, 2)          # exponent of a, clamped: 0 (a < 2), 1, 2 (a >= 4)
-    step = ((e + 126) << 23).view(torch.float32)                  # 2**(e - 1): 0.5, 1, 2
+    step = e2m1_step(a)
     return (torch.round(a / step) * step).clamp_max_(E2M1_MAX)
+
+
+def e2m1_step(a: torch.Tensor) -> torch.Tensor:
+    """The spacing of E2M1's magnitudes at each magnitude ``a`` (fp32, no NaN): 0.5 below 2, 1 below 4, 2 above —
+    read off ``a``'s fp32 exponent field, clamped to [0, 2].
+
+    >>> e2m1_step(torch.tensor([0.3, 1.9, 2.0, 5.0])).tolist()
+    [0.5, 0.5, 1.0, 2.0]
+    """
+    e = ((a.float().view(torch.int32) >> 23) - 127).clamp_(0, 2)  # exponent of a, clamped: 0 (a < 2), 1, 2 (a >= 4)
+    return ((e + 126) << 23).view(torch.float32)                  # 2**(e - 1): 0.5, 1, 2
 
 
 def _no_nan(x: torch.Tensor) -> torch.Tensor:
@@ -109,8 +119,7 @@ def e2m1_neighbours(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     a = x.abs()
     if bool((a > E2M1_MAX).any()) or bool(torch.isnan(x).any()):
         raise ValueError("e2m1_neighbours needs values in [-6, 6] (scale and clamp them first)")
-    e = ((a.view(torch.int32) >> 23) - 127).clamp_(0, 2)         # the grid's step at a, as in _round_magnitude
-    step = ((e + 126) << 23).view(torch.float32)
+    step = e2m1_step(a)
     down = torch.floor(a / step) * step
     up = torch.where(down == a, a, down + step)
     neg = torch.signbit(x)

@@ -41,7 +41,9 @@ from ampkit.fp8.linear import Fp8Linear, Fp8Recipe, fp8_matmul, scaled_mm_agrees
 from ampkit.fp8.mx import (
     ELEMENTS,
     SCALE_RULES,
+    BlockRange,
     MXReport,
+    block_range,
     e8m0_decode,
     e8m0_encode,
     mx_dequantize,
@@ -89,8 +91,8 @@ __all__ = [
     # the simulated fp8 linear layer
     "Fp8Recipe", "Fp8Linear", "to_fp8", "fp8_matmul", "scaled_mm_available", "scaled_mm_agrees",
     # FP4: MXFP4 (mx with fmt="e2m1"), NVFP4, the Hadamard transform, stochastic rounding, the simulated layer
-    "ELEMENTS", "SCALE_RULES", "ARITHMETICS", "NVFP4Tensor", "nvfp4_quantize", "nvfp4_dequantize",
-    "nvfp4_fake_quantize", "TE_SIGNS", "hadamard_matrix", "rht_matrix", "rht", "stochastic_e2m1",
+    "ELEMENTS", "SCALE_RULES", "BlockRange", "block_range", "ARITHMETICS", "NVFP4Tensor", "nvfp4_quantize",
+    "nvfp4_dequantize", "nvfp4_fake_quantize", "TE_SIGNS", "hadamard_matrix", "rht_matrix", "rht", "stochastic_e2m1",
     "round_up_probability", "sr_mean_bound",
     "NVFP4Recipe", "NVFP4Linear", "to_nvfp4",
 ]

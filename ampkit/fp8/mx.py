@@ -53,13 +53,21 @@ import torch
 
 from ampkit._util import check_choice, check_int
 from ampkit.formats.e2m1 import E2M1_MAX, E2M1_SATURATION, e2m1_decode, e2m1_encode
-from ampkit.fp8.quantize import FP8_FORMATS, fp8_dtype, fp8_max, fp8_name, fp8_to_float, saturates
+from ampkit.fp8.quantize import (
+    FP8_FORMATS,
+    fp8_dtype,
+    fp8_max,
+    fp8_min_subnormal,
+    fp8_name,
+    fp8_to_float,
+    saturates,
+    saturation_threshold,
+)
 from ampkit.i18n import tr
 
 __all__ = ["ROUNDINGS", "SCALE_RULES", "ELEMENTS", "elem_name", "elem_max", "MX_BLOCK", "E8M0_MIN", "E8M0_MAX",
-           "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents",
-           "mx_quantize", "mx_dequantize", "mx_fake_quantize", "MXReport", "mx_report", "check_block", "e8m0_encode",
-           "e8m0_decode"]
+           "E8M0_BIAS", "E8M0_NAN", "emax_elem", "mx_exponents", "mx_quantize", "mx_dequantize", "mx_fake_quantize",
+           "MXReport", "mx_report", "BlockRange", "block_range", "pow2", "check_block", "e8m0_encode", "e8m0_decode"]
 
 #: the two MXFP8 rules notebook 06 compares (its view lists these)
 ROUNDINGS = ("ocp", "te")
@@ -108,6 +116,18 @@ def emax_elem(fmt: str | torch.dtype) -> int:
     (8, 15, 2)
     """
     return math.floor(math.log2(elem_max(fmt)))
+
+
+def pow2(e: torch.Tensor) -> torch.Tensor:
+    """``2**e`` in fp32, exactly, for integer ``e`` in [-149, 127] (from the bits: a normal's exponent field, or a
+    subnormal's one mantissa bit); the same numbers as ``torch.ldexp(1, e)``, at a fraction of its cost.
+
+    >>> pow2(torch.tensor([0, -1, 127, -127, -149])).tolist() == [1.0, 0.5, 2.0**127, 2.0**-127, 2.0**-149]
+    True
+    """
+    e = e.to(torch.int32)
+    bits = torch.where(e >= -126, (e + 127) << 23, torch.ones_like(e) << (e + 149).clamp(min=0))
+    return bits.view(torch.float32)
 
 
 def check_block(x: torch.Tensor, block: int) -> int:
@@ -212,7 +232,7 @@ def e8m0_decode(scale_bytes: torch.Tensor) -> torch.Tensor:
     if not isinstance(scale_bytes, torch.Tensor) or scale_bytes.dtype != torch.uint8:
         raise TypeError("scale_bytes must be a uint8 tensor of E8M0 bytes (from e8m0_encode)")
     e = scale_bytes.to(torch.int32) - E8M0_BIAS
-    s = torch.ldexp(torch.ones(e.shape), e.float())
+    s = pow2(e)
     return torch.where(scale_bytes == E8M0_NAN, torch.full_like(s, float("nan")), s)
 
 
@@ -259,7 +279,7 @@ def mx_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, round
     """
     _, name, _, b, e, bad = _prepare(x, fmt, block, rounding)
     m = elem_max(name)
-    scaled = torch.ldexp(b, (-e).unsqueeze(-1).float()).clamp(-m, m)
+    scaled = (b * pow2(-e).unsqueeze(-1)).clamp(-m, m)          # times an exact power of two: x / 2**e
     if name == "e2m1":                      # MXFP4: E2M1 codes, one per byte
         return e2m1_encode(scaled).reshape(x.shape), e, bad
     return scaled.to(fp8_dtype(name)).reshape(x.shape), e, bad
@@ -288,7 +308,7 @@ def mx_dequantize(q: torch.Tensor, exponents: torch.Tensor, nonfinite_blocks: to
                              f"got {tuple(exponents.shape)}")
         scales = e8m0_decode(exponents)
     else:
-        scales = torch.ldexp(torch.ones(shape), _check_exponents(exponents, shape).float())
+        scales = pow2(_check_exponents(exponents, shape))
     if nonfinite_blocks is not None:
         scales = torch.where(_check_flags(nonfinite_blocks, shape), torch.full_like(scales, float("nan")), scales)
     b = (e2m1_decode(q) if q.dtype == torch.uint8 else fp8_to_float(q)).reshape(*shape, block)
@@ -304,6 +324,48 @@ def mx_fake_quantize(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, 
     """
     q, e, bad = mx_quantize(x, fmt, block, rounding)
     return mx_dequantize(q, e, bad, block)
+
+
+@dataclass(frozen=True)
+class BlockRange:
+    """What one MX block can hold once its scale is chosen: ``scale = 2**exponent``; values up to ``largest``
+    (elem_max · scale) are kept, at or above ``saturates_from`` they saturate; below ``flush_below`` (half the
+    smallest non-zero element times the scale) they flush to zero."""
+
+    amax: float
+    rounding: str
+    exponent: int
+    scale: float
+    largest: float
+    saturates_from: float
+    flush_below: float
+    tie_saturates: bool = True     # an amax exactly at saturates_from saturates (E2M1, e5m2) or rounds down (e4m3)
+
+    @property
+    def saturates(self) -> bool:
+        """Whether the block's own amax saturates under this rule."""
+        return self.amax > self.saturates_from or (self.amax == self.saturates_from and self.tie_saturates)
+
+
+def block_range(amax: float, fmt: str = "e2m1", rounding: str = "ocp") -> BlockRange:
+    """The :class:`BlockRange` a block of amax ``amax`` gets under ``rounding`` (E2M1 elements: smallest non-zero
+    0.5, saturation from 7 = where rounding would pass 6; fp8: the format's own thresholds).
+
+    >>> [(r.rounding, r.exponent, r.saturates, r.flush_below) for r in (block_range(7.0, rounding=k)
+    ...  for k in ("floor", "ceil", "rceil"))]
+    [('floor', 0, True, 0.25), ('ceil', 1, False, 0.5), ('rceil', 1, False, 0.5)]
+    """
+    name = elem_name(fmt)
+    x = torch.zeros(1, MX_BLOCK)
+    x[0, 0] = float(amax)
+    e = int(mx_exponents(x, name, MX_BLOCK, rounding)[0, 0])
+    scale = math.ldexp(1.0, e)
+    if name == "e2m1":
+        smallest, (sat, tie) = 0.5, (E2M1_SATURATION, True)
+    else:
+        smallest, (sat, tie) = fp8_min_subnormal(name), saturation_threshold(name)
+    return BlockRange(amax=float(amax), rounding=rounding, exponent=e, scale=scale, largest=elem_max(name) * scale,
+                      saturates_from=sat * scale, flush_below=smallest / 2 * scale, tie_saturates=tie)
 
 
 @dataclass(frozen=True)
@@ -330,7 +392,7 @@ def mx_report(x: torch.Tensor, fmt: str = "e4m3", block: int = MX_BLOCK, roundin
     block, name, rounding, b, e, _ = _prepare(x, fmt, block, rounding)
     deq = mx_fake_quantize(x, name, block, rounding).reshape(b.shape)
     finite = torch.isfinite(b)
-    scaled = torch.ldexp(b, (-e).unsqueeze(-1).float()).abs()
+    scaled = (b * pow2(-e).unsqueeze(-1)).abs()
     sat = finite & (scaled >= E2M1_SATURATION if name == "e2m1" else saturates(scaled, name))
     flushed = finite & (b != 0) & (deq == 0)
     n = max(b.numel(), 1)

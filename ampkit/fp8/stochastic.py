@@ -8,8 +8,9 @@ variance ``(x - lo)(hi - x)``. The NVFP4 recipe rounds only the gradients stocha
 summed over many steps, where a bias adds up and noise averages out.
 
 Transformer Engine's kernels draw the random bits on the GPU; the kit draws ``u ~ U[0, 1)`` from a
-``torch.Generator`` the caller seeds and rounds up where ``u < (x - lo) / (hi - lo)``: the same distribution, not
-the same draws, so the tests check the statistics (mean of many draws closer to ``x`` than round-to-nearest, as
+``torch.Generator`` the caller seeds and rounds the magnitude up (away from zero) where ``u < (|x| - down) / step``
+(``down`` the E2M1 magnitude just below ``|x|``, ``step`` the grid's spacing there): the same distribution, not the
+same draws, so the tests check the statistics (mean of many draws closer to ``x`` than round-to-nearest, as
 Transformer Engine's ``tests/pytorch/nvfp4/test_nvfp4_sr_quantize.py`` does; and unbiased within a bound), never a
 draw bit for bit.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from ampkit.formats.e2m1 import E2M1_MAX, e2m1_encode, e2m1_neighbours
+from ampkit.formats.e2m1 import E2M1_MAX, e2m1_encode, e2m1_neighbours, e2m1_step
 
 __all__ = ["stochastic_e2m1", "stochastic_round_e2m1", "round_up_probability", "sr_mean_bound"]
 
@@ -55,13 +56,14 @@ def stochastic_round_e2m1(x: torch.Tensor, generator: torch.Generator) -> torch.
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError("x must be a floating-point tensor")
     xf = torch.nan_to_num(x.float(), nan=0.0)
-    if bool((xf.abs() > E2M1_MAX).any()):
+    a = xf.abs()
+    if a.numel() and float(a.max()) > E2M1_MAX:
         raise ValueError("stochastic rounding needs values in [-6, 6]: scale and clamp them first")
-    lo, hi = e2m1_neighbours(xf)
-    gap = hi - lo
-    p = (xf - lo) / torch.where(gap > 0, gap, torch.ones_like(gap))
+    step = e2m1_step(a)
+    down = torch.floor(a / step) * step                        # the magnitude just below-or-at |x|
     u = torch.rand(xf.shape, generator=generator, dtype=torch.float32)
-    return torch.copysign(torch.where(u < p, hi, lo), xf)
+    up = (u < (a - down) / step).to(torch.float32)             # away from zero with probability (|x| - down) / step
+    return torch.copysign(down + up * step, xf)
 
 
 def stochastic_e2m1(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
