@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torchao.prototype.mx_formats.mx_tensor as mx_tensor  # a pinned test dependency: no skip without it
 from te_reference.load import te_reference
+from torchao.prototype.mx_formats.config import ScaleCalculationMode
 
 from ampkit.formats.e2m1 import (
     E2M1_MIDPOINTS,
@@ -20,9 +22,6 @@ from ampkit.formats.e2m1 import (
     unpack_e2m1,
 )
 from ampkit.fp8.mx import e8m0_encode, emax_elem, mx_exponents, mx_fake_quantize, mx_quantize, mx_report
-
-mx_tensor = pytest.importorskip("torchao.prototype.mx_formats.mx_tensor")
-from torchao.prototype.mx_formats.config import ScaleCalculationMode  # noqa: E402
 
 MODES = {"floor": ScaleCalculationMode.FLOOR, "ceil": ScaleCalculationMode.CEIL, "even": ScaleCalculationMode.EVEN,
          "rceil": ScaleCalculationMode.RCEIL}

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torchao.prototype.mx_formats.nvfp4_tensor as torchao_nvfp4  # a pinned test dependency: no skip without it
 from te_reference.load import te_quantize, te_reference
 
 from ampkit.formats.e2m1 import e2m1_decode, pack_e2m1, unpack_e2m1
 from ampkit.fp8.hadamard import rht
 from ampkit.fp8.nvfp4 import nvfp4_fake_quantize, nvfp4_quantize
-
-torchao_nvfp4 = pytest.importorskip("torchao.prototype.mx_formats.nvfp4_tensor")
 
 TAG_OF = {"te2.8": "v2.8", "te": "v2.18"}
 
