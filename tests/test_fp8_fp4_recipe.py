@@ -16,6 +16,7 @@ from torch import nn
 from ampkit.formats.e2m1 import e2m1_decode, e2m1_neighbours, e2m1_round
 from ampkit.fp8.fp4_linear import NVFP4Linear, NVFP4Recipe, quantize_operand, to_nvfp4
 from ampkit.fp8.hadamard import TE_SIGNS, hadamard_matrix, rht, rht_matrix
+from ampkit.fp8.mx import mx_fake_quantize
 from ampkit.fp8.nvfp4 import nvfp4_fake_quantize, nvfp4_quantize
 from ampkit.fp8.stochastic import round_up_probability, sr_mean_bound, stochastic_e2m1
 
@@ -136,6 +137,13 @@ def test_layer_backward_quantizes_what_the_recipe_quantizes():
         lay(x).backward(gy)
         grads.append(lay.weight.grad)
     assert torch.equal(*grads)
+    mx = NVFP4Linear(64, 32, bias=False, recipe=NVFP4Recipe(fmt="mxfp4"))
+    xm = x.clone().requires_grad_()
+    mx(xm).backward(gy)
+    wm = mx.weight.detach()
+    q = lambda t: mx_fake_quantize(t, "e2m1", 32, "rceil")  # noqa: E731
+    assert torch.equal(mx(x), q(x) @ q(wm).t())
+    assert torch.equal(xm.grad, q(gy) @ q(wm.t().contiguous()).t())          # W's own columnwise copy
     assert quantize_operand(x, NVFP4Recipe(fmt="mxfp4")).shape == x.shape
 
 

@@ -113,8 +113,8 @@ class _NVFP4LinearFn(torch.autograd.Function):
         g2 = g.reshape(-1, g.shape[-1]).float()
         w = weight.detach().float()
         # dgrad: dY along out_features (SR); W's columnwise copy (2D: the same blocks, transposed)
-        wq_t = quantize_operand(w, r, weight=True).t() if r.weight_2d or r.fmt == "mxfp4" else \
-            quantize_operand(w.t().contiguous(), r, weight=True)
+        wq_t = quantize_operand(w, r, weight=True).t() if r.weight_2d and r.fmt == "nvfp4" else \
+            quantize_operand(w.t().contiguous(), r, weight=True)        # 1-D blocks: the transpose is its own copy
         dq = quantize_operand(g2, r, stochastic=True, generator=layer.generator)
         dx = dq @ wq_t.t()
         # wgrad: dYᵀ and Xᵀ along the tokens, Hadamard on both, SR on dYᵀ
