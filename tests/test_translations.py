@@ -201,6 +201,28 @@ def test_the_series_table_of_notebook_00_lists_every_notebook(edition):
     assert listed == [p.stem for p in NOTEBOOKS], listed
 
 
+_ENGLISH_QUOTE = re.compile(r"“([^”]*)”")
+
+
+def unglossed_quotes(text: str) -> list[str]:
+    """English quoted in a Chinese text without its Chinese gloss. The edition's policy (docs/glossary.md): the English
+    original in “…” (so a learner can search the source), then the gloss in （…）, or after “，即” where the quote
+    already sits in parentheses."""
+    return [m.group(0) for m in _ENGLISH_QUOTE.finditer(text)
+            if len(re.findall(r"[A-Za-z]{2,}", m.group(1))) >= 3 and not text.startswith(("（", "，即"), m.end())]
+
+
+def test_every_english_quote_has_its_chinese_gloss():
+    found = {f"{path.name} [{e.msgctxt}]": unglossed_quotes(e.msgstr)
+             for path in CATALOGS for e in polib.pofile(str(path), wrapwidth=0)
+             if not e.obsolete and not (e.comment or "").startswith(("code", "figure")) and e.msgctxt != "figure"}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"English quotes without a Chinese gloss: {found}"
+    assert unglossed_quotes("文档写道：“Keep the weights in fp32”。") == ["“Keep the weights in fp32”"]
+    assert unglossed_quotes("文档写道：“Keep the weights in fp32”（权重保持 fp32）。") == []
+    assert unglossed_quotes("（文档：“Keep the weights in fp32”，即权重保持 fp32）") == []
+
+
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.name)
 def test_catalog_has_no_missing_stale_or_wrong_translation(path):
     terms = glossary_terms()
