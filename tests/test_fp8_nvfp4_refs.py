@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torchao.prototype.mx_formats.nvfp4_tensor as torchao_nvfp4  # a pinned test dependency: no skip without it
-from te_reference.load import te_quantize, te_reference
+from te_reference.load import BLOBS, te_quantize, te_reference, vendored_blob
 
 from ampkit.formats.e2m1 import e2m1_decode, pack_e2m1, unpack_e2m1
 from ampkit.fp8.hadamard import rht
@@ -54,6 +54,11 @@ def _inputs() -> dict[str, torch.Tensor]:
 
 
 INPUTS = _inputs()
+
+
+@pytest.mark.parametrize("tag", ["v2.8", "v2.18"])
+def test_the_vendored_reference_is_verbatim(tag):
+    assert vendored_blob(tag) == BLOBS[tag]
 
 
 def _bytes(scales: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,18 @@ import torch
 HERE = Path(__file__).resolve().parent
 #: tag -> vendored file (the tag where the reference first appears, and the latest tag read)
 FILES = {"v2.8": HERE / "v2_8_quantization_microblock_ref.py", "v2.18": HERE / "v2_18_quantization_ref_nvfp4.py"}
+#: tag -> the file's git blob id at that tag in NVIDIA/TransformerEngine (``git rev-parse <tag>:<path>``): the
+#: vendored text below its provenance header must hash to it (tests/test_fp8_nvfp4_refs.py), so it stays verbatim
+BLOBS = {"v2.8": "da749d237ffa53cd18fe7c98d0e0cc8b68c0f636", "v2.18": "d09b95ace3571f703bf2f80a78e715d5898ac154"}
+
+
+def vendored_blob(tag: str) -> str:
+    """The git blob id of the vendored file's text after its provenance header (up to the first blank line)."""
+    import hashlib
+
+    data = FILES[tag].read_bytes()
+    body = data[data.index(b"\n\n") + 2:]
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
 
 
 class _Quantizer:
