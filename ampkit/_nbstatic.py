@@ -122,7 +122,7 @@ def static_view_problems(cells: list[dict], secrets: tuple[str, ...] | None = No
         tree = _parse(src)
         for what in _answers_in_source(tree) if tree else []:
             problems.append(f"cell {i}: {what} in the source, in plain view in a static view: the exercise's "
-                            "hints, expected values and solution belong in its module (ampkit.lessons.exercises)")
+                            "hints, expected values and solution belong in its module (ampkit.lessons._exercises)")
         if "solution" not in c.get("metadata", {}).get("tags", []):
             continue
         if not _SOLUTION_CALL.match(src.strip()):

@@ -1,7 +1,7 @@
 """Self-checks for the notebooks' exercises: a wrong answer gets a hint, never a traceback; answers, hints and
 solutions are out of sight until the learner asks, in every renderer.
 
-Each notebook's exercises live in the package, one module per notebook under :mod:`ampkit.lessons.exercises`
+Each notebook's exercises live in the package, one module per notebook under :mod:`ampkit.lessons._exercises`
 (``loss_scaling.py`` holds 03_loss_scaling's). For each exercise N the module defines
 
     expected_N(state...)   the expected value, computed by the engine from the notebook's state passed in
@@ -50,7 +50,7 @@ from ampkit.i18n import catalog, tr
 __all__ = ["check", "solution", "solution_html", "exercises", "Exercises", "exercise_modules", "revealing_texts"]
 
 #: where the notebooks' exercise sets live: ``<package>.<module>``, the module named in :data:`SETS`
-PACKAGE = "ampkit.lessons.exercises"
+PACKAGE = "ampkit.lessons._exercises"
 #: notebook -> its exercise module (imported only when asked for: 09's needs the frameworks' environment)
 SETS = {"00_start_here": "start_here", "01_fp16_range": "fp16_range", "02_autocast_and_levels": "autocast_and_levels",
         "03_loss_scaling": "loss_scaling", "04_data_sinking": "data_sinking", "05_amp_in_practice": "amp_in_practice",

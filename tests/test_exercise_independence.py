@@ -144,12 +144,18 @@ class _Module:
         def sub(e: ast.AST) -> ast.AST:
             return _fold(_Substitute(env, self.aliases).visit(copy.deepcopy(e)))
 
+        # names changed in place (``needs.add(x)``, ``d[k] = v``) are opaque: their first value is not their last
+        calls = [n.func for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+        mutated = {f.value.id for f in calls if isinstance(f.value, ast.Name)} | \
+                  {t.value.id for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+                   if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
         for stmt in ast.walk(fn):
             if isinstance(stmt, ast.Assign):
                 value = sub(stmt.value)
                 exprs.append(value)
                 for t in stmt.targets:
                     _bind(t, value, env)
+                    env.update({n.id: None for n in ast.walk(t) if isinstance(n, ast.Name) and n.id in mutated})
             elif isinstance(stmt, (ast.AugAssign, ast.For, ast.comprehension)):
                 exprs.append(sub(stmt.value if isinstance(stmt, ast.AugAssign) else stmt.iter))
                 _bind(stmt.target, ast.Constant(None), env)
@@ -200,7 +206,9 @@ class _Module:
 
     def returned(self, name: str) -> set[str]:
         _, returns, names = self._flow(name)
-        return {_canonical(r, names) for r in returns}
+        # a local built in a loop (``needs`` after ``needs.add(...)``) is opaque: its name alone says nothing
+        return {_canonical(r, names) for r in returns
+                if not (isinstance(r, ast.Name) and r.id not in names and not r.id.isupper())}
 
     def reads_expected(self, name: str) -> bool:
         return any(isinstance(n, ast.Name) and re.fullmatch(r"expected_\d+", n.id)

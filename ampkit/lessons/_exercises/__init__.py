@@ -1,4 +1,5 @@
-"""The notebooks' exercise sets: one module per notebook, read by :func:`ampkit.exercises.exercises`.
+"""The notebooks' exercise sets (private: a learner reads them through :func:`ampkit.exercises.exercises`, one
+click at a time): one module per notebook.
 
 Each module names its notebook in its docstring and defines, per exercise N, ``expected_N`` (the engine's value,
 from the notebook's state passed in), ``solution_N`` (the kit's worked solution, another way to the same value,
