@@ -231,16 +231,28 @@ class Lab:
 
     def scroll_until(self, page, selector: str, count: int, timeout_ms: int = 120_000) -> None:
         """Scroll down the notebook until ``count`` elements match ``selector``: JupyterLab lays out only the cells
-        near the view port, so an output far down is not drawn until the notebook is scrolled to it."""
+        near the view port, so an output far down is not drawn until the notebook is scrolled to it.
+
+        On a loaded machine the page can lay out more slowly than the steps scroll, so a view can be passed before it
+        is drawn (and a windowed notebook drops it again once it is out of sight): at the bottom the scroll starts
+        over from the top, each pass waiting longer at every step, until the deadline (a fresh clone's make test
+        under load failed so: 0 views drawn after 120 s in notebook 03)."""
         deadline = time.monotonic() + timeout_ms / 1000
+        pause = 250
         while page.locator(selector).count() < count:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout_ms} ms waiting for {count} of {selector!r} "
                                    f"({page.locator(selector).count()} drawn)")
-            page.evaluate("""() => { const s = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')
-                                           ?? document.querySelector('.jp-NotebookPanel .jp-Notebook');
-                                     if (s) s.scrollTop += s.clientHeight / 2; }""")
-            page.wait_for_timeout(250)
+            wrapped = page.evaluate("""() => {
+                const s = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')
+                  ?? document.querySelector('.jp-NotebookPanel .jp-Notebook');
+                if (!s) return false;
+                if (s.scrollTop + s.clientHeight >= s.scrollHeight - 2) { s.scrollTop = 0; return true; }
+                s.scrollTop += s.clientHeight / 2;
+                return false; }""")
+            if wrapped:
+                pause = min(pause * 2, 2000)
+            page.wait_for_timeout(pause)
 
     @staticmethod
     def front_ranges(page):
