@@ -31,7 +31,7 @@ from pathlib import Path
 from ampkit._kit import LANGUAGES
 
 __all__ = ["LANGUAGES", "ENV_VAR", "DOMAIN", "LOCALE_DIR", "set_language", "language", "tr", "mark", "catalog",
-           "is_chinese", "Word"]
+           "is_chinese", "Word", "Wide", "format_wide"]
 
 # LANGUAGES (ampkit._kit): the languages the kit speaks; English is the source, the others come from gettext catalogs
 #: the environment variable read when ``set_language`` was not called
@@ -174,12 +174,7 @@ class Word(str):
         """In the language in force now; a width counts a Chinese character as two columns (a printed table's
         columns stay aligned)."""
         msgid, fields = self._message
-        text = tr(msgid, **fields)
-        m = _SPEC.match(spec)
-        wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)
-        if m and m["width"] and wide:
-            spec = f"{m['head']}{max(int(m['width']) - wide, 0)}{m['tail']}"
-        return format(text, spec)
+        return format_wide(tr(msgid, **fields), spec)
 
     def __reduce__(self):
         msgid, fields = self._message
@@ -187,6 +182,32 @@ class Word(str):
 
 
 _SPEC = re.compile(r"(?P<head>(?:.?[<>=^])?[-+ ]?#?0?)(?P<width>\d*)(?P<tail>.*)\Z", re.S)
+
+
+def format_wide(text: str, spec: str) -> str:
+    """``format(text, spec)`` with the width counted in columns: a Chinese character (or any wide one) is two, so the
+    columns of a printed table line up whatever the language. The one home of this rule (Word and Wide use it).
+
+    >>> "|" + format_wide("损失", ">6") + "|" + format_wide("loss", ">6") + "|"
+    '|  损失|  loss|'
+    """
+    m = _SPEC.match(spec)
+    wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+    if m and m["width"] and wide:
+        spec = f"{m['head']}{max(int(m['width']) - wide, 0)}{m['tail']}"
+    return format(text, spec)
+
+
+class Wide(str):
+    """A text (of a notebook, a framework, any data) that pads by columns when formatted, as a Word does: for a table
+    cell built from text the kit does not translate itself (``f"{Wide(note):>28s}"``).
+
+    >>> f"[{Wide('降为低精度（文档）'):>20s}]", f"[{Wide('fp32（文档）'):>20s}]"
+    ('[  降为低精度（文档）]', '[        fp32（文档）]')
+    """
+
+    def __format__(self, spec: str) -> str:
+        return format_wide(str(self), spec)
 
 
 def _word(msgid: str, fields: dict) -> Word:
