@@ -364,3 +364,29 @@ def test_the_line_break_checks_fail_on_a_wrapped_paragraph():
     pytest.importorskip("markdown_it")
     assert soft_breaks_between_chinese(wrapped) == ["的⏎文", "粗⏎续"]
     assert soft_breaks_between_chinese(join_cjk_lines(wrapped)) == []
+
+
+def test_a_curve_note_is_figure_text_with_its_label():
+    """03's "2⁴⁰ unchecked: inf/NaN from step N" stayed English: the label went into the note's template as a field
+    with ": " glued on, so no figure entry matched it. mark_nonfinite writes the note as two templates."""
+    import math
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from ampkit.i18n import set_language
+    from ampkit.widgets.figtext import translate_figure_text
+    from ampkit.widgets.style import mark_nonfinite
+
+    ax = Figure().add_subplot()
+    mark_nonfinite(ax, [1.0, 2.0, math.nan], label="$2^{40}$ unchecked")
+    note = ax.texts[-1].get_text()
+    assert note == "$2^{40}$ unchecked: inf/NaN from step 2"
+    set_language("zh_CN")
+    try:
+        shown = translate_figure_text(note)
+    finally:
+        set_language(None)
+    assert english_words(shown) == [] and "2⁴⁰" in shown, shown
