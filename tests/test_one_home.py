@@ -1,6 +1,7 @@
 """One home for each small rule the kit shares (issue #39, item 20): fp32's largest number and fp16's smallest
 normal in ``ampkit.formats``, the kit's languages and the repository's root in ``ampkit._kit`` (standard library
-only, so that the room's tools share it), the launcher of local process groups in ``ampkit._ranks``. Found by reading every module's source; a planted copy is found too."""
+only, so that the room's tools share it), the launcher of local process groups in ``ampkit._ranks``. Found by
+reading every module's source; a planted copy is found too."""
 from __future__ import annotations
 
 import re

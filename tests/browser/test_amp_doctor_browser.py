@@ -1,5 +1,5 @@
-"""Notebook 05's AMP doctor in a real JupyterLab, drawn in the browser (ampkit/widgets/js/amp_doctor.js) from the reports
-the engine computed when the view started (every scenario, broken and with its fix).
+"""Notebook 05's AMP doctor in a real JupyterLab, drawn in the browser (ampkit/widgets/js/amp_doctor.js) from the
+reports the engine computed when the view started (every scenario, broken and with its fix).
 
 - Run All: the doctor shows the forward-overflow report; the picker and the two run buttons switch reports, "Run it
   again" asks the kernel for a new run (the seeded run gives the same report). At each step the findings, the
