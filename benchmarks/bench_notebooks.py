@@ -5,10 +5,12 @@ Budget for the series on a 2-core CPU: 00 <= 5 s, 01 <= 10 s, 02-06 <= 15 s each
 checked against; "nbval s" is the whole `pytest --nbval-lax NOTEBOOK` process, pytest's own start-up included.
 Both vary with the machine and its load.
 
-    python benchmarks/bench_notebooks.py [--json [PATH]] [NOTEBOOK ...]
+    python benchmarks/bench_notebooks.py [--json [PATH]] [--repeat N] [--lang zh_CN] [NOTEBOOK ...]
 
 `--json` also writes the figures to benchmarks/results/notebooks.json (or PATH), the file the instructor guide's
 run-time table is generated from (`python benchmarks/render_docs.py`); see docs/instructor-guide.md.
+`--lang zh_CN` times the Chinese edition (notebooks/zh_CN/, written to notebooks_zh_CN.json: the Chinese guide's
+table). `--repeat N` runs each notebook N times and keeps the median Run All (the machine may be shared).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -25,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = {"00": 5.0, "01": 10.0, "02": 15.0, "03": 15.0, "04": 15.0, "05": 15.0, "06": 15.0, "07": 15.0, "08": 15.0}
 TOTAL_BUDGET_S = 120.0
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "notebooks.json"
+#: the edition -> (its notebooks' folder, the JSON its guide's table is generated from)
+EDITIONS = {"en": (ROOT / "notebooks", DEFAULT_JSON),
+            "zh_CN": (ROOT / "notebooks" / "zh_CN", ROOT / "benchmarks" / "results" / "notebooks_zh_CN.json")}
 
 
 def host_info() -> dict:
@@ -50,14 +56,18 @@ def host_info() -> dict:
             "torch": torch_version}
 
 
-def results_json(rows: list[tuple], command: str) -> dict:
-    """The notebooks.json document (schema in benchmarks/render_docs.py) from the table's rows."""
+def results_json(rows: list[tuple], command: str, runs: dict | None = None, load: dict | None = None) -> dict:
+    """The notebooks.json document (schema in benchmarks/render_docs.py) from the table's rows; ``runs``: each
+    notebook's Run All times when it ran more than once (the row holds their median); ``load``: the machine's load
+    averages (1, 5, 15 min) at the ``start`` and ``end`` of the measurement (other work on a shared machine)."""
     notebooks = [{"name": Path(name).stem, "run_all_s": round(s, 2), "nbval_s": round(wall, 2),
-                  "budget_s": budget, "passed": test == "pass"} for name, s, wall, budget, test, _ in rows]
+                  "budget_s": budget, "passed": test == "pass",
+                  **({"run_all_runs_s": [round(x, 2) for x in runs[name]]} if runs and name in runs else {})}
+                 for name, s, wall, budget, test, _ in rows]
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": host_info(), "command": command, "notebooks": notebooks,
             "total_run_all_s": round(sum(n["run_all_s"] for n in notebooks), 2),
-            "total_budget_s": TOTAL_BUDGET_S}
+            "total_budget_s": TOTAL_BUDGET_S, **({"load_avg": load} if load else {})}
 
 
 def run_all_seconds(path: Path) -> float:
@@ -72,28 +82,50 @@ def run_all_seconds(path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def time_notebook(path: Path) -> tuple[float, float, bool]:
-    """(seconds for kernel start + all cells, seconds for the whole pytest --nbval-lax process, test passed)."""
-    seconds = run_all_seconds(path)
+def time_notebook(path: Path, repeat: int = 1) -> tuple[float, float, bool, list[float]]:
+    """(seconds for kernel start + all cells: the median of ``repeat`` runs, seconds for the whole
+    pytest --nbval-lax process, test passed, every run's seconds)."""
+    try:
+        runs = [run_all_seconds(path) for _ in range(repeat)]
+    except Exception as e:   # a cell failed: the notebook is reported failed, the other notebooks still measured
+        print(f"{path.name}: Run All failed: {type(e).__name__}", file=sys.stderr)
+        return float("nan"), float("nan"), False, []
+    seconds = statistics.median(runs)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", str(path.relative_to(ROOT))], cwd=ROOT,
                           capture_output=True, text=True)
-    return seconds, time.perf_counter() - t0, proc.returncode == 0
+    return seconds, time.perf_counter() - t0, proc.returncode == 0, runs
 
 
 def main(argv: list[str]) -> int:
     argv = list(argv)
+    options = []
+    repeat, lang = 1, "en"
+    if "--repeat" in argv:
+        i = argv.index("--repeat")
+        repeat = int(argv[i + 1])
+        options += argv[i:i + 2]
+        del argv[i:i + 2]
+    if "--lang" in argv:
+        i = argv.index("--lang")
+        lang = argv[i + 1]
+        if lang not in EDITIONS:
+            raise SystemExit(f"--lang {lang}: the editions are {', '.join(EDITIONS)}")
+        options += argv[i:i + 2]
+        del argv[i:i + 2]
+    folder, default_json = EDITIONS[lang]
     json_path = None
     if "--json" in argv:
         i = argv.index("--json")
         argv.pop(i)
-        json_path = DEFAULT_JSON
+        json_path = default_json
         if i < len(argv) and argv[i].endswith(".json"):
             json_path = Path(argv.pop(i)).resolve()
-    paths = [ROOT / a for a in argv] if argv else sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    rows, total, total_wall, ok_all = [], 0.0, 0.0, True
+    paths = [ROOT / a for a in argv] if argv else sorted(folder.glob("0[0-8]_*.ipynb"))
+    rows, total, total_wall, ok_all, runs = [], 0.0, 0.0, True, {}
+    load = {"start": [round(x, 2) for x in os.getloadavg()]}
     for path in paths:
-        seconds, wall, passed = time_notebook(path)
+        seconds, wall, passed, runs[path.name] = time_notebook(path, repeat)
         budget = BUDGET_S.get(path.name[:2])
         within = budget is None or seconds <= budget
         ok_all &= passed
@@ -106,9 +138,11 @@ def main(argv: list[str]) -> int:
     print(f"{'TOTAL':32s} {total:8.1f} {total_wall:10.1f} {TOTAL_BUDGET_S:7.1f} {'':>5s} "
           f"{'yes' if total <= TOTAL_BUDGET_S else 'NO':>7s}")
     if json_path is not None:
-        command = "python benchmarks/bench_notebooks.py --json" + "".join(f" {a}" for a in argv)
+        command = "python benchmarks/bench_notebooks.py --json" + "".join(f" {a}" for a in options + argv)
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(results_json(rows, command), indent=2) + "\n")
+        load["end"] = [round(x, 2) for x in os.getloadavg()]
+        json_path.write_text(json.dumps(results_json(rows, command, runs if repeat > 1 else None, load), indent=2)
+                             + "\n")
         print(f"wrote {json_path}")
     return 0 if ok_all else 1
 

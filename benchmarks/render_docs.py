@@ -17,7 +17,8 @@ The JSON files (written by the scripts named in ``SOURCES``; more keys are allow
 UTC), ``host`` {``cpu``, ``cores``, ``mem_gib``, ``python``, ``torch``} and ``command`` (how to reproduce), and:
 
 * notebooks.json: ``notebooks`` [{``name``, ``run_all_s``, ``nbval_s``, ``budget_s``, ``passed``}],
-  ``total_run_all_s``;
+  ``total_run_all_s``; notebooks_zh_CN.json the same for the Chinese notebooks (the Chinese guide's tables), each
+  ``run_all_s`` the median of ``run_all_runs_s``;
 * offline_install.json: ``platform`` (pip's tag or tags), ``wheelhouse_mib``, ``n_wheels``, ``download_s``,
   ``install_s``, ``test_s``, ``test_summary`` ("N passed"), ``tests_run``;
 * hub_load.json: ``runs`` [{``k``, ``notebook_s`` {``median``, ``max``}, ``update_ms`` {``median``, ``p90``, ``n``},
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 GUIDE, CLASSROOM, VALUES = "docs/instructor-guide.md", "docs/classroom.md", "hub/k8s/values.yaml"
 GUIDE_ZH = "docs/instructor-guide.zh-CN.md"
+CLASSROOM_ZH = "docs/classroom.zh-CN.md"   # the hub and storm tables in Chinese (render_docs_zh)
 STORM_JSON = "hub_storm.json"   # the login storm (benchmarks/render_storm.py): only the Chinese guide's region here
 
 #: result name -> (file under benchmarks/results, the command that writes it)
@@ -45,6 +47,8 @@ SOURCES = {
     "notebooks": ("notebooks.json", "python benchmarks/bench_notebooks.py --json"),
     "offline": ("offline_install.json", "python benchmarks/offline_install.py"),
     "hub": ("hub_load.json", "python benchmarks/bench_hub.py"),
+    # the Chinese edition's notebooks (notebooks/zh_CN/): the Chinese guide's run-time table and agendas
+    "notebooks_zh": ("notebooks_zh_CN.json", "python benchmarks/bench_notebooks.py --lang zh_CN --repeat 3 --json"),
 }
 
 #: The agendas: (notebook or pause, planned minutes of teaching and exercises, what the block covers). The minutes
@@ -163,7 +167,14 @@ def measured_line(doc: dict) -> str:
     h = doc.get("host", {})
     return (f"*Measured on {str(doc.get('date', '?'))[:10]} on {h.get('cpu', '?')} ({h.get('cores', '?')} cores, "
             f"{h.get('mem_gib', '?')} GiB RAM), Python {h.get('python', '?')}, torch {h.get('torch', '?')}; "
-            f"reproduce with `{doc.get('command', '?')}`. Other machines give other figures.*")
+            f"reproduce with `{doc.get('command', '?')}`. Other machines give other figures.{load_note(doc)}*")
+
+
+def load_note(doc: dict) -> str:
+    """The machine's 1-minute load average during the measurement, where the JSON has it (a shared machine)."""
+    load = doc.get("load_avg")
+    return (f" Load average (1 min) on the machine: {load['start'][0]:.1f} at the start, {load['end'][0]:.1f} at "
+            "the end: other work shared its cores.") if load else ""
 
 
 def missing(name: str) -> str:
@@ -386,6 +397,8 @@ def region_bodies(results: dict) -> dict[str, dict]:
                 "agenda-half": agenda_table(HALF_DAY, nb), "agenda-full": agenda_table(FULL_DAY, nb),
                 "offline": have(off, "offline", offline_table), "hub": have(hub, "hub", hub_table)},
         GUIDE_ZH: _zh().region_bodies(results, HALF_DAY, FULL_DAY, DAY_START_MIN, SOURCES, storm_goal),
+        CLASSROOM_ZH: {k: v for k, v in _zh().region_bodies(results, HALF_DAY, FULL_DAY, DAY_START_MIN, SOURCES,
+                                                             storm_goal).items() if k in ("hub", "storm")},
         CLASSROOM: {"hub": have(hub, "hub", hub_table), "k8s-resources": have(hub, "hub", resources_text),
                     "k8s-sizing": have(hub, "hub", sizing_table)},
         VALUES: {"k8s-resources": lambda indent: resources_yaml(hub, indent)},
@@ -401,8 +414,8 @@ def render(root: Path = ROOT, results_dir: Path = RESULTS) -> dict[Path, tuple[s
         new = old
         for name, body in bodies.items():
             new = replace_region(new, name, body, yaml_style=path.suffix in (".yaml", ".yml"))
-        if rel == GUIDE_ZH:   # the names it quotes from the Chinese pages (render_docs_zh.fill_names)
-            new = _zh().fill_names(new, Path(root))
+        if rel in (GUIDE, GUIDE_ZH):   # the names they quote from the pages (render_docs_zh.fill_names)
+            new = _zh().fill_names(new, Path(root), "en" if rel == GUIDE else "zh_CN")
         out[path] = (old, new)
     return out
 

@@ -35,6 +35,7 @@ NAME_KEYS = {
     "view:MSGID": "what a view or message shows for MSGID: its msgstr in " + PACKAGE_PO,
     "heading:NN:PREFIX": "the heading of the Chinese notebook NN that starts with PREFIX, the rest of it (the stored "
                          "notebook, generated from translations/zh_CN/NN_*.po)",
+    "room:KEY": "a word of the room view's page (ampkit/classroom/roomview/page.py WORDS), in the guide's language",
     "check": "how the Chinese notebooks call an exercise's check: the first check call of the stored "
              f"{ZH_NOTEBOOKS}/00_*.ipynb, its first argument kept and the rest shown as ...",
 }
@@ -73,9 +74,8 @@ TEXT = {
         "所以这里的下载比通过互联网更快",
 }
 
-#: the notebooks' run times are the English notebooks'; how to measure the Chinese ones
-ZH_RUN_NOTE = ("运行时间是英文 notebook 的实测值；中文 notebook 的运行时间用 "
-               "`python benchmarks/bench_notebooks.py notebooks/zh_CN/*.ipynb` 测量。")
+#: the run times are the Chinese notebooks' own (benchmarks/results/notebooks_zh_CN.json)
+ZH_RUN_NOTE = "运行时间是中文 notebook（`notebooks/zh_CN/`）的实测值，每个 notebook 取 3 次 Run All 的中位数。"
 
 
 @lru_cache(maxsize=4)
@@ -85,10 +85,11 @@ def _package_catalog(root: str) -> dict[str, str]:
     return {e.msgid: e.msgstr for e in polib.pofile(str(Path(root) / PACKAGE_PO)) if e.msgstr and not e.obsolete}
 
 
-def _zh_notebook(root: Path, nn: str) -> dict:
-    found = sorted((root / ZH_NOTEBOOKS).glob(f"{nn}_*.ipynb"))
+def _zh_notebook(root: Path, nn: str, lang: str = "zh_CN") -> dict:
+    folder = ZH_NOTEBOOKS if lang == "zh_CN" else "notebooks"
+    found = sorted((root / folder).glob(f"{nn}_*.ipynb"))
     if not found:
-        raise ValueError(f"no Chinese notebook {nn}_*.ipynb in {ZH_NOTEBOOKS}/")
+        raise ValueError(f"no notebook {nn}_*.ipynb in {folder}/")
     return json.loads(found[0].read_text(encoding="utf-8"))
 
 
@@ -97,24 +98,33 @@ def _cells(nb: dict, kind: str) -> list[str]:
             for c in nb["cells"] if c["cell_type"] == kind]
 
 
-def shown_name(key: str, root: Path) -> str:
-    """The text for an inline name's KEY (:data:`NAME_KEYS`), from the files under ``root``."""
+def shown_name(key: str, root: Path, lang: str = "zh_CN") -> str:
+    """The text for an inline name's KEY (:data:`NAME_KEYS`), from the files under ``root``; ``lang="en"``: the
+    English pages' (a view's msgid itself, the English notebooks), for the English guide's names."""
     kind, _, rest = key.partition(":")
+    if kind == "view" and lang == "en":
+        return rest
     if kind == "view":
         shown = _package_catalog(str(root)).get(rest)
         if shown is None:
             raise ValueError(f"name {key!r}: no translated msgid {rest!r} in {PACKAGE_PO}")
         return shown
+    if kind == "room":
+        from ampkit.classroom.roomview.page import WORDS  # the room view's page: standard library only
+
+        if rest not in WORDS[lang]:
+            raise ValueError(f"name {key!r}: the room view's page has no word {rest!r}")
+        return WORDS[lang][rest]
     if kind == "heading":
         nn, _, prefix = rest.partition(":")
-        for cell in _cells(_zh_notebook(root, nn), "markdown"):
+        for cell in _cells(_zh_notebook(root, nn, lang), "markdown"):
             for line in cell.splitlines():
                 title = line.lstrip("#").strip()
                 if line.startswith("#") and title.startswith(prefix):
                     return title[len(prefix):].strip()
         raise ValueError(f"name {key!r}: no heading starting with {prefix!r} in the Chinese notebook {nn}")
     if kind == "check" and not rest:
-        for cell in _cells(_zh_notebook(root, "00"), "code"):
+        for cell in _cells(_zh_notebook(root, "00", lang), "code"):
             m = re.search(r"^([\w.]*\bcheck)\(([^,()]+),", cell, re.M)
             if m:
                 return f"{m.group(1)}({m.group(2).strip()}, ...)"
@@ -122,15 +132,15 @@ def shown_name(key: str, root: Path) -> str:
     raise ValueError(f"name {key!r}: unknown kind; the kinds are {', '.join(NAME_KEYS)}")
 
 
-def fill_names(text: str, root: Path) -> str:
+def fill_names(text: str, root: Path, lang: str = "zh_CN") -> str:
     """``text`` with every inline name holding what :func:`shown_name` gives for its key, inside the Markdown
     emphasis or code marks it had (``*...*``, ``**...**``, a backtick). A name never starts a line: there
     CommonMark would read its comment as the start of an HTML block, and the line would lose its Markdown."""
     def fill(m: re.Match) -> str:
-        lead = re.match(r"[*`]*", m["text"])[0]   # the marks around the name: the same at both ends
+        lead = m["text"][:len(m["text"]) - len(m["text"].lstrip("*`"))]   # the marks around it, the same both ends
         trail = lead[::-1] if len(m["text"]) > 2 * len(lead) and m["text"].endswith(lead[::-1]) else ""
         lead = lead if trail else ""
-        return f"<!-- name:{m['key']} -->{lead}{shown_name(m['key'], root)}{trail}<!-- /name -->"
+        return f"<!-- name:{m['key']} -->{lead}{shown_name(m['key'], root, lang)}{trail}<!-- /name -->"
 
     starts = [line for line in text.splitlines() if re.match(r"\s*(?:[-*+]\s+|\d+\.\s+)?<!-- name:", line)]
     if starts:
@@ -149,7 +159,14 @@ def measured_line(doc: dict) -> str:
     h = doc.get("host", {})
     return (f"*测于 {str(doc.get('date', '?'))[:10]}，{h.get('cpu', '?')}（{h.get('cores', '?')} 核，"
             f"{h.get('mem_gib', '?')} GiB 内存），Python {h.get('python', '?')}，torch {h.get('torch', '?')}；"
-            f"用 `{doc.get('command', '?')}` 复现。其他机器上的数字会不同。*")
+            f"用 `{doc.get('command', '?')}` 复现。其他机器上的数字会不同。{load_note(doc)}*")
+
+
+def load_note(doc: dict) -> str:
+    """render_docs.load_note in Chinese."""
+    load = doc.get("load_avg")
+    return (f"测量期间机器的 1 分钟负载均值：开始时 {load['start'][0]:.1f}，结束时 {load['end'][0]:.1f}："
+            "还有其他工作在共用 CPU 核。") if load else ""
 
 
 def missing(command: str, file: str) -> str:
@@ -285,15 +302,15 @@ def region_bodies(results: dict, half: list, full: list, start_min: int, sources
                   storm_goal=None) -> dict[str, str]:
     """Region name -> Chinese body for docs/instructor-guide.zh-CN.md. ``results``: render_docs.load_results
     (with ``storm``: hub_storm.json or None); ``sources``: render_docs.SOURCES (how to measure what is missing)."""
-    nb, off, hub, storm = results["notebooks"], results["offline"], results["hub"], results.get("storm")
+    nb, off, hub, storm = results.get("notebooks_zh"), results["offline"], results["hub"], results.get("storm")
 
     def gap(name: str) -> str:
         file, command = sources[name]
         return missing(command, file)
 
-    return {"notebooks": notebooks_table(nb) if nb else gap("notebooks"),
-            "agenda-half": agenda_table(half, nb, start_min, gap("notebooks")),
-            "agenda-full": agenda_table(full, nb, start_min, gap("notebooks")),
+    return {"notebooks": notebooks_table(nb) if nb else gap("notebooks_zh"),      # the Chinese notebooks' times
+            "agenda-half": agenda_table(half, nb, start_min, gap("notebooks_zh")),
+            "agenda-full": agenda_table(full, nb, start_min, gap("notebooks_zh")),
             "offline": offline_table(off) if off else gap("offline"),
             "hub": hub_table(hub) if hub else gap("hub"),
             "storm": (storm_table(storm, storm_goal) if storm else

@@ -162,10 +162,12 @@ def test_replace_region_markdown_and_yaml():
 
 
 def _tmp_checkout(tmp_path):
-    zh_pages = [p.relative_to(ROOT) for p in (ROOT / "notebooks" / "zh_CN").glob("0[08]_*.ipynb")]
-    for rel in (rd.GUIDE, rd.GUIDE_ZH, rd.CLASSROOM, rd.VALUES, rd._zh().PACKAGE_PO, *zh_pages):   # the Chinese
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)                 # guide's names come from
-        shutil.copy(ROOT / rel, tmp_path / rel)                                    # the catalog and notebooks
+    # the guides' quoted names come from the package catalog and notebooks 00 and 08 (render_docs_zh.fill_names)
+    pages = [p.relative_to(ROOT) for p in [*(ROOT / "notebooks" / "zh_CN").glob("0[08]_*.ipynb"),
+                                            *(ROOT / "notebooks").glob("00_*.ipynb")]]
+    for rel in (rd.GUIDE, rd.GUIDE_ZH, rd.CLASSROOM, rd.CLASSROOM_ZH, rd.VALUES, rd._zh().PACKAGE_PO, *pages):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
     results = tmp_path / "results"
     results.mkdir()
     return results

@@ -64,6 +64,7 @@ def test_every_generated_region_exists_in_both_guides_and_is_in_sync():
 
 
 def test_agendas_keep_the_english_clock():
+    """The same plan and the same clock rule as the English agendas, on the Chinese notebooks' times."""
     nb = notebooks_json()
     for plan in (rd.HALF_DAY, rd.FULL_DAY):
         en = rd.agenda_table(plan, nb).splitlines()[2:len(plan) + 3]
@@ -164,9 +165,10 @@ def test_the_names_the_guide_quotes_are_generated_from_the_chinese_pages():
     names = {m["key"]: m["text"] for m in zh.NAME.finditer(text)}
     # 05's scenarios as the AMP doctor shows them, 07's attention controls, 08's sections, the exercises' check call
     for key in ("view:log of zero", "view:transient spikes", "view:fp16 forward overflow", "view:head size",
-                "view:1/√d on q", "heading:08:§8", "check"):
+                "view:1/√d on q", "heading:08:§8", "check", "room:reveal"):
         assert key in names, key
     assert names["view:log of zero"] == "**对 0 取对数**" and names["heading:08:§8"].startswith("在解码器上")
+    assert names["room:reveal"] == "标出正确答案"                      # the room view's page word (page.WORDS)
     assert '"exercise' not in text and "'exercise" not in text
     # a planted stale name is rewritten from the catalog; an unknown key names the kinds; a name may not start a line
     stale = "场景 <!-- name:view:log of zero -->**log of zero**<!-- /name -->："
@@ -194,3 +196,27 @@ def test_the_check_call_is_read_from_the_stored_chinese_notebooks(tmp_path):
     code = "\n".join(c.source for c in nb0.cells if c.cell_type == "code")
     assert stored.endswith(", ...)") and stored[:-len(" ...)")] in code, stored
     assert "exercise" not in stored, stored
+    english = zh.shown_name("check", ROOT, "en")          # the English guide's row, from English notebook 00
+    # both editions call ex.check(N, answer_N): the exercise's name (and its hint) live in the package
+    assert f"<!-- name:check -->`{english}`<!-- /name -->" in EN.read_text() and english == stored == "ex.check(1, ...)"
+
+
+def test_the_chinese_tables_time_the_chinese_notebooks():
+    results = rd.load_results()
+    zh_nb, en_nb = results["notebooks_zh"], results["notebooks"]
+    assert zh_nb is not None, "run: " + rd.SOURCES["notebooks_zh"][1]
+    assert "--lang zh_CN" in zh_nb["command"] and {n["name"] for n in zh_nb["notebooks"]} <= {
+        p.stem for p in (ROOT / "notebooks" / "zh_CN").glob("*.ipynb")}
+    for n in zh_nb["notebooks"]:    # each time the median of the runs kept beside it
+        runs = sorted(n["run_all_runs_s"])
+        assert len(runs) >= 3 and n["run_all_s"] == runs[len(runs) // 2], n
+    bodies = rd.region_bodies(results)[rd.GUIDE_ZH]
+    first = zh_nb["notebooks"][0]
+    assert f"| `{first['name']}` | {first['run_all_s']:.1f} |" in bodies["notebooks"]
+    assert zh.ZH_RUN_NOTE in bodies["agenda-half"] and "英文 notebook" not in ZH.read_text()
+    load = zh_nb["load_avg"]                   # the shared machine's load during the measurement, said with it
+    assert f"开始时 {load['start'][0]:.1f}，结束时 {load['end'][0]:.1f}" in bodies["notebooks"]
+    assert "Load average (1 min) on the machine: 2.0 at the start" in rd.measured_line(
+        {**en_nb, "load_avg": {"start": [2.0, 1, 1], "end": [1.0, 1, 1]}}) and "Load" not in rd.measured_line(en_nb)
+    # a planted English file in its place would show: the two measurements differ
+    assert [n["run_all_s"] for n in zh_nb["notebooks"]] != [n["run_all_s"] for n in en_nb["notebooks"]]
