@@ -9,7 +9,8 @@ Each notebook's exercises live in the package, one module per notebook under :mo
                            prints its reasoning through ``tr()`` and returns the value (no comments: its source is
                            displayed, and its prints carry the explanation in the learner's language)
     HINT_N = mark("...")   the hint, printed only after a wrong answer (translated in ampkit.po)
-    TOLERANCE = {N: {"rel_tol": ...}}   optional, for numbers compared with a tolerance
+    TOLERANCE = {N: {"rel_tol": ...}}   optional, for numbers compared with a tolerance (SOLUTION_TOLERANCE: a
+                           tighter one for the kit's own solution)
 
 A notebook then reads, per exercise (the set-up cell: ``ex = exercises("03_loss_scaling", grads=grads)``):
 
@@ -244,7 +245,8 @@ class Exercises:
         with contextlib.redirect_stdout(buf):
             value = _call(getattr(self.module, f"solution_{self._number(n)}"), self.state, f"solution_{n}")
         expected = self.expected(n)
-        if not _same(value, expected, **{"rel_tol": 0.0, "abs_tol": 0.0, **self._tolerance(n)}):
+        tolerance = getattr(self.module, "SOLUTION_TOLERANCE", {}).get(n, self._tolerance(n))
+        if not _same(value, expected, **{"rel_tol": 0.0, "abs_tol": 0.0, **tolerance}):
             raise AssertionError(f"exercise {n}: the kit's solution gives {value!r}, the engine {expected!r}")
         buf.write(tr("✅ {name}: correct.", name=tr("exercise {n} (solution)", n=n)) + "\n")
         _show(tr("Exercise {n}", n=n), "", buf.getvalue(), solution_source(self.module, n))
