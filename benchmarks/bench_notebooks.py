@@ -70,6 +70,17 @@ def results_json(rows: list[tuple], command: str, runs: dict | None = None, load
             "total_budget_s": TOTAL_BUDGET_S, **({"load_avg": load} if load else {})}
 
 
+def runs_here(path: Path) -> bool:
+    """Whether this Python has the modules the notebook needs (its English source's ``metadata.ampkit.needs``:
+    notebook 09's frameworks, which only ``make frameworks``' venv has)."""
+    import importlib.util
+
+    meta = json.loads(path.read_text(encoding="utf-8"))["metadata"].get("ampkit", {})
+    if "source" in meta:   # a Chinese notebook: its English source says what it needs
+        meta = json.loads((path.parent / meta["source"]).read_text(encoding="utf-8"))["metadata"].get("ampkit", {})
+    return all(importlib.util.find_spec(m) is not None for m in meta.get("needs", []))
+
+
 def run_all_seconds(path: Path) -> float:
     """Kernel start + every cell, in a fresh kernel of this Python (the file is not modified)."""
     import nbformat
@@ -121,7 +132,10 @@ def main(argv: list[str]) -> int:
         json_path = default_json
         if i < len(argv) and argv[i].endswith(".json"):
             json_path = Path(argv.pop(i)).resolve()
-    paths = [ROOT / a for a in argv] if argv else sorted(folder.glob("0[0-8]_*.ipynb"))
+    every = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    paths = [ROOT / a for a in argv] if argv else [p for p in every if runs_here(p)]
+    for skipped in sorted(set(every) - set(paths)) if not argv else []:
+        print(f"{skipped.name}: skipped, this Python lacks what it needs (metadata.ampkit.needs)", file=sys.stderr)
     rows, total, total_wall, ok_all, runs = [], 0.0, 0.0, True, {}
     load = {"start": [round(x, 2) for x in os.getloadavg()]}
     for path in paths:

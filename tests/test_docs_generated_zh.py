@@ -220,3 +220,14 @@ def test_the_chinese_tables_time_the_chinese_notebooks():
         {**en_nb, "load_avg": {"start": [2.0, 1, 1], "end": [1.0, 1, 1]}}) and "Load" not in rd.measured_line(en_nb)
     # a planted English file in its place would show: the two measurements differ
     assert [n["run_all_s"] for n in zh_nb["notebooks"]] != [n["run_all_s"] for n in en_nb["notebooks"]]
+
+
+def test_the_benchmark_times_the_notebooks_this_python_can_run():
+    import importlib.util
+
+    from test_docs_generated import bench_notebooks
+
+    zh_dir = ROOT / "notebooks" / "zh_CN"
+    assert bench_notebooks.runs_here(next(zh_dir.glob("00_*.ipynb")))
+    nine = next(zh_dir.glob("09_*.ipynb"))          # needs MindSpore and Paddle (its English source says so)
+    assert bench_notebooks.runs_here(nine) == all(importlib.util.find_spec(m) for m in ("mindspore", "paddle"))
