@@ -41,3 +41,31 @@ def test_solution_prints_outside_a_notebook(capsys):
     with solution("Exercise 9", "because `x`"):
         print("42")
     assert capsys.readouterr().out == "Exercise 9 — solution: because `x`\n42\n"
+
+
+def test_stored_solutions_show_the_kit_s_current_code():
+    """Each stored ``ex.solution(N)`` output (both editions) shows the module's solution as it is now: a solution
+    changed without re-executing its notebook would show the learner stale code."""
+    import html
+    import json
+    import re
+    from pathlib import Path
+
+    from ampkit.exercises import SETS, exercise_module, solution_source
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    checked = 0
+    for path in sorted(root.glob("*.ipynb")) + sorted((root / "zh_CN").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        calls = [(c, re.fullmatch(r"\w+\.solution\((\d+)\);?", "".join(c["source"]).strip())) for c in cells
+                 if c["cell_type"] == "code"]
+        for cell, m in calls:
+            if not m or path.stem not in SETS:
+                continue
+            shown = "".join("".join(o.get("data", {}).get("text/html", "")) for o in cell["outputs"])
+            code = re.search(r"<code class='language-python'>(.*?)</code>", shown, re.S)
+            assert code, (path.name, m.group(1))
+            assert html.unescape(code.group(1)) == solution_source(exercise_module(path.stem), int(m.group(1))), \
+                f"{path.relative_to(root)} exercise {m.group(1)}: stale solution code; re-execute the notebook"
+            checked += 1
+    assert checked >= 30
