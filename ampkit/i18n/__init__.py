@@ -28,12 +28,14 @@ import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
-from ampkit._kit import LANGUAGES
+from ampkit._kit import LANGUAGES as _LANGUAGES
 
 __all__ = ["LANGUAGES", "ENV_VAR", "DOMAIN", "LOCALE_DIR", "set_language", "language", "tr", "mark", "catalog",
            "is_chinese", "Word", "Wide", "format_wide"]
 
-# LANGUAGES (ampkit._kit): the languages the kit speaks; English is the source, the others come from gettext catalogs
+#: the languages the kit speaks; English is the source, the others come from gettext catalogs (one home: ampkit._kit,
+#: which the room's tools share)
+LANGUAGES = _LANGUAGES
 #: the environment variable read when ``set_language`` was not called
 ENV_VAR = "AMPKIT_LANG"
 DOMAIN = "ampkit"
