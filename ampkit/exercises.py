@@ -236,7 +236,7 @@ class Exercises:
 
     def check(self, n: int, answer: Any) -> bool:
         """Compare the learner's ``answer`` with exercise ``n``'s expected value; the hint only when wrong."""
-        hint = getattr(self.module, f"HINT_{n}")
+        hint = getattr(self.module, f"HINT_{self._number(n)}")
         return check(tr("exercise {n}", n=n), answer, self.expected(n), hint=tr(hint), **self._tolerance(n))
 
     def solution(self, n: int) -> None:

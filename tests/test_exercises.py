@@ -69,3 +69,44 @@ def test_stored_solutions_show_the_kit_s_current_code():
                 f"{path.relative_to(root)} exercise {m.group(1)}: stale solution code; re-execute the notebook"
             checked += 1
     assert checked >= 30
+
+
+def _module(tmp_path, solution_value):
+    """A synthetic exercise module (a file: a solution's source is shown) whose solution returns ``solution_value``."""
+    import importlib.util
+
+    path = tmp_path / f"synthetic_{solution_value}.py"
+    path.write_text("def expected_1(x):\n    return x * 2\n\n\n"
+                    f"def solution_1(x):\n    print('doubled')\n    return {solution_value!r}\n\n\n"
+                    "HINT_1 = 'twice x'\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_exercise_set_checks_hints_only_when_wrong_and_asserts_its_solution(capsys, monkeypatch, tmp_path):
+    import pytest
+
+    from ampkit.exercises import Exercises, exercises
+
+    ex = Exercises(_module(tmp_path, 6), {"x": 3})
+    assert not ex.check(1, ...) and "twice x" not in capsys.readouterr().out      # unanswered: no hint
+    assert ex.check(1, 6) and "twice x" not in capsys.readouterr().out            # right: no hint
+    assert not ex.check(1, 5) and "twice x" in capsys.readouterr().out            # wrong: the hint
+    ex.solution(1)
+    out = capsys.readouterr().out
+    assert "doubled" in out and "exercise 1 (solution): correct" in out and "def solution_1" not in out
+    with pytest.raises(AssertionError, match="the kit's solution gives 7"):      # a solution that disagrees fails
+        Exercises(_module(tmp_path, 7), {"x": 3}).solution(1)
+    with pytest.raises(TypeError, match=r"exercises\(\.\.\., x=x\)"):             # the state it needs, named
+        Exercises(_module(tmp_path, 6), {}).check(1, 6)
+    with pytest.raises(ValueError, match="the exercises are 1"):
+        ex.check(2, 6)
+    with pytest.raises(ValueError, match="03_loss_scaling"):                     # a bad notebook lists the valid ones
+        exercises("99_nothing")
+    reports = []
+    monkeypatch.setenv("AMPKIT_ROOMVIEW_URL", "http://127.0.0.1:1")
+    monkeypatch.setattr("ampkit.classroom.report.report_check", lambda *a: reports.append(a))
+    ex.check(1, 6)
+    assert reports == [("exercise 1", 6, True)]                                    # the room view hears each check
