@@ -67,6 +67,7 @@ def test_stored_solutions_show_the_kit_s_current_code():
             assert code, (path.name, m.group(1))
             assert html.unescape(code.group(1)) == solution_source(exercise_module(path.stem), int(m.group(1))), \
                 f"{path.relative_to(root)} exercise {m.group(1)}: stale solution code; re-execute the notebook"
+            assert "✅" in shown, (path.name, m.group(1))                # and its agreement with the engine
             checked += 1
     assert checked >= 30
 
