@@ -243,7 +243,13 @@ MODULES = exercise_modules()
 
 
 def test_every_notebook_from_00_to_08_has_an_exercise_module():
-    assert len(MODULES) >= 1 and all(exercise_numbers(m) for m in MODULES)
+    """exercise_modules() skips a module that cannot be imported here (09's needs the frameworks' environment):
+    00-08's must all import, or their hints and solutions would go unchecked."""
+    from ampkit.exercises import PACKAGE, SETS
+
+    wanted = {f"{PACKAGE}.{SETS[nb]}" for nb in SETS if not nb.startswith("09")}
+    assert wanted <= {m.__name__ for m in MODULES}
+    assert all(len(exercise_numbers(m)) >= 3 for m in MODULES)
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
