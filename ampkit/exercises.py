@@ -23,8 +23,10 @@ No code cell's source holds an answer, a hint or a solution: GitHub, nbviewer an
 source (they ignore ``source_hidden``). ``ex.solution(N)`` runs the solution, asserts that it agrees with the
 engine's expected value (so the notebook test checks every solution), and displays the solution's source and
 its printed output inside a closed ``<details>``: one click away in Jupyter, Voilà, a static view and the site.
+The expected values are computed once, at a learner's first check (or the solution) of each exercise. A module is
+imported only when its notebook asks for it, so 09's may need the frameworks' environment.
 ``ampkit._nbstatic`` checks every stored notebook as a static renderer shows it; tests/test_exercise_independence.py
-checks that no solution computes its value by the same call as the expected value (a check that cannot fail).
+checks that no solution computes its value by the same call as the expected value (its check could not fail).
 
 >>> check("fp16 max", 65504, 65504)
 ✅ fp16 max: correct.
