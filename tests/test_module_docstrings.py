@@ -25,7 +25,7 @@ MODULE_NOTEBOOK = {"device": "00_start_here", "doctor": "00_start_here", "hardwa
                    "train": "02_autocast_and_levels", "timeline": "04_data_sinking"}
 #: modules of a package taught by another notebook than the package's: FP4 (issue #40), notebook 10
 MODULE_IN_PACKAGE_NOTEBOOK = {"formats/e2m1.py": "10_fp4", "fp8/nvfp4.py": "10_fp4", "fp8/hadamard.py": "10_fp4",
-                              "fp8/stochastic.py": "10_fp4", "fp8/fp4_linear.py": "10_fp4"}
+                              "fp8/stochastic.py": "10_fp4", "fp8/fp4_linear.py": "10_fp4", "lessons/fp4.py": "10_fp4"}
 # Docstring examples that must exist in each package (run by --doctest-modules, counted here).
 MIN_EXAMPLES = {"ampkit.formats": 15, "ampkit.scaling": 15, "ampkit.widgets.formats": 3,
                 **{f"ampkit.scaling.{m}": 1 for m in ("rules", "replays", "legacy", "presets", "framework_rules",
@@ -40,7 +40,8 @@ def _cases() -> list[tuple[str, str]]:
                   for p in sorted((PACKAGE / package).glob("*.py"))
                   if not p.name.startswith("_") or p.name == "__init__.py"]
     lessons = PACKAGE / "lessons"           # one module per notebook: it names one of them (any)
-    cases += [(f"lessons/{p.name}", "") for p in sorted(lessons.glob("*.py")) if not p.name.startswith("_")]
+    cases += [(f"lessons/{p.name}", MODULE_IN_PACKAGE_NOTEBOOK.get(f"lessons/{p.name}", ""))
+              for p in sorted(lessons.glob("*.py")) if not p.name.startswith("_")]
     return cases
 
 

@@ -1,6 +1,6 @@
 """The notebooks' own experiments: one module (or subpackage) per notebook, above the engine and below the widgets.
 
-Taught in notebooks 02–09. A function that exists to make one lesson's figure or table lives here, not in the engine
+Taught in notebooks 02–10. A function that exists to make one lesson's figure or table lives here, not in the engine
 (``precision``, ``scaling``, ``sinking``, ``fp8``, ``diagnose``, ``train``), which never imports this package; the
 widgets (:mod:`ampkit.widgets`) and the notebooks do. The layers are written down in ``docs/architecture.md`` and
 tested by ``tests/test_layers.py``. Every lesson's public names are here: a notebook imports them from
@@ -24,6 +24,10 @@ module                                 notebook: what it holds
                                        :func:`start_frameworks`, the real scalers (:func:`mindspore_scales`, ...)
 ``mindspore_and_paddle_copied``        09: the code copied from blog posts (:func:`scaled_gradients`,
                                        :func:`round_trip_rows`, :func:`without_jit_notes`, ...)
+``fp4``                                10: E2M1's line (:func:`line_point`), MX scale rules per amax
+                                       (:func:`rule_table`), NVFP4's two levels, 2D weights, the Hadamard cases
+                                       (:func:`hadamard_cases`), stochastic rounding (:func:`sr_stats`), the recipe
+                                       end to end (:func:`recipe_runs`)
 =====================================  ==============================================================================
 
 >>> from ampkit.lessons import underflow_task
@@ -43,6 +47,25 @@ from ampkit.lessons.amp_in_practice import (
     scenario_names,
 )
 from ampkit.lessons.autocast_and_levels import CLASSIFIERS, LevelRun, LevelRunCache, run_level
+from ampkit.lessons.fp4 import (
+    FP4_MODEL,
+    HADAMARD_CASES,
+    LINE_POINTS,
+    RECIPE_RUNS,
+    RunSummary,
+    crest_factor,
+    hadamard_cases,
+    hadamard_gradient,
+    line_point,
+    recipe_runs,
+    rel_error,
+    rule_table,
+    run_summary,
+    sr_stats,
+    tensor_scale_effect,
+    two_levels,
+    weight_2d,
+)
 from ampkit.lessons.fp8_scaling import (
     TRAIN_FORMATS,
     AmaxRecording,
@@ -191,4 +214,8 @@ __all__ = [
     "paddle_scales", "kit_scales", "captured_mindspore_log", "pir_op_rows", "run_apart", "mindspore_bf16_matmul",
     "mindspore_net", "NET_SOURCE", "signature_defaults", "scaled_gradients", "round_trip_rows",
     "without_jit_notes", "JIT_NOTES",
+    # 10 fp4
+    "LINE_POINTS", "line_point", "rule_table", "rel_error", "two_levels", "tensor_scale_effect", "weight_2d",
+    "HADAMARD_CASES", "hadamard_gradient", "crest_factor", "hadamard_cases", "sr_stats", "RECIPE_RUNS", "FP4_MODEL",
+    "recipe_runs", "RunSummary", "run_summary",
 ]
