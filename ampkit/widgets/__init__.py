@@ -27,6 +27,7 @@ module          notebook: what it holds (the module in ``js/`` that draws it)
 ``fp8``         06: :class:`AmaxHistoryExplorer` (delayed scaling's amax history; ``amax.js``)
 ``fp8_blocks``  06: :class:`BlockScalingExplorer` (MX blocks and fp32 tiles; ``blocks.js``)
 ``attention``   07: :class:`AttentionOverflowView` (attention logits that overflow fp16; ``attention.js``)
+``fp4_rules``   10: :class:`ScaleRuleExplorer` (one MXFP4 block under each scale rule; ``fp4rules.js``)
 ``style``       every notebook: the one look (:func:`new_figure`, :func:`show`, :func:`dtype_colour`,
                 :func:`mark_nonfinite`, :data:`BAND_COLOURS`, :data:`DTYPE_COLOURS`, ...), read by the figures and,
                 as each view's ``look``, by the pages
@@ -44,6 +45,7 @@ from __future__ import annotations
 from ampkit.widgets.amp_doctor import AmpDoctor, headroom_figure, scales_figure
 from ampkit.widgets.attention import AttentionOverflowView
 from ampkit.widgets.formats import FloatExplorer
+from ampkit.widgets.fp4_rules import ScaleRuleExplorer
 from ampkit.widgets.fp8 import AmaxHistoryExplorer
 from ampkit.widgets.fp8_blocks import BlockScalingExplorer
 from ampkit.widgets.loss_plot import LiveLossPlot
@@ -69,6 +71,7 @@ __all__ = [
     # the views, one or two per notebook
     "RoundingSlider", "FloatExplorer", "RangeMap", "OLevelPicker", "VisualLossScaler", "ScalerReplay",
     "SinkTimeline", "AmpDoctor", "AmaxHistoryExplorer", "BlockScalingExplorer", "AttentionOverflowView",
+    "ScaleRuleExplorer",
     "LiveLossPlot",
     # the notebooks' figures
     "device_speed_figure", "gantt_figure", "measured_figure", "headroom_figure", "scales_figure", "PRESET_STYLES",
