@@ -37,7 +37,7 @@ from ampkit._net import free_port
 from ampkit._util import check_choice, check_int
 from ampkit.i18n import tr
 
-__all__ = ["START_METHODS", "default_start", "check_start", "run_ranks"]
+__all__ = ["START_METHODS", "default_start", "check_start", "run_ranks", "rank_of"]
 
 START_METHODS: tuple[str, ...] = ("fork", "spawn")
 #: what a spawned rank runs (``python -c``, not ``-m``: runpy warns when ``-m`` re-runs a module already imported)
@@ -47,14 +47,24 @@ _RANK_CODE = "import json, sys; from ampkit._ranks import _rank_main; _rank_main
 def default_start(python: str | None = None) -> str:
     """``"fork"`` where the system has it, the ranks run this Python, and torch sees no CUDA GPU; else ``"spawn"``.
     Where torch sees a GPU, a forked child fails in its own backward pass once the parent ran one (autograd then
-    runs a thread per GPU; PyTorch wiki 'Autograd and Fork'), as found on the first GPU run."""
+    runs a thread per GPU; PyTorch wiki 'Autograd and Fork'), as found on the first GPU run.
+
+    >>> default_start(python="/usr/bin/python3")   # ranks in another interpreter are always spawned
+    'spawn'
+    """
     can_fork = "fork" in multiprocessing.get_all_start_methods() and python is None
     return "fork" if can_fork and not torch.cuda.is_available() else "spawn"
 
 
 def check_start(start: str | None, python: str | None = None) -> str:
     """``start`` checked (``None``: :func:`default_start`): a clear error for a method this system or this machine
-    cannot use."""
+    cannot use.
+
+    >>> check_start("thread")
+    Traceback (most recent call last):
+    ...
+    ValueError: start must be one of 'fork', 'spawn'; got 'thread'
+    """
     start = check_choice("start", start or default_start(python), START_METHODS)
     if start == "fork" and python is not None:
         raise ValueError("python= picks the interpreter of spawned workers: use it with start='spawn'")
@@ -151,6 +161,16 @@ def _rank_main(cfg: dict) -> None:
         tmp.replace(cfg["out"])
 
 
+def rank_of(cfg: dict) -> int:
+    """The smallest worker :func:`run_ranks` can run: it returns the rank it ran as (a check that every rank started
+    and reported).
+
+    >>> rank_of({"rank": 1, "world_size": 2})
+    1
+    """
+    return int(cfg["rank"])
+
+
 def _tail(log: Path, n: int) -> str:
     """The last ``n`` characters of a rank's log; a forked rank stopped before it opened its log has none yet."""
     return log.read_text()[-n:] if log.exists() else "(no output: the rank had not opened its log yet)"
@@ -165,7 +185,11 @@ def run_ranks(worker: str, world_size: int, cfg: dict[str, Any], *, timeout: flo
     ``port``: the rendezvous port on 127.0.0.1 (a free one by default; a taken one is a ``RuntimeError`` saying
     so). ``timeout`` (s) bounds the whole run: past it every rank is killed and ``TimeoutError`` raised. A rank
     that cannot start, or exits before writing its result, is a ``RuntimeError`` quoting its log. Nothing is left
-    running either way: the ranks still shutting down once the results are in are killed too."""
+    running either way: the ranks still shutting down once the results are in are killed too.
+
+    >>> run_ranks("ampkit._ranks:rank_of", 2, {}, timeout=60, start=check_start(None))
+    [0, 1]
+    """
     world_size = check_int("world_size", world_size, minimum=1)
     wanted = list(range(world_size)) if results_from is None else list(results_from)
     if port is None:
