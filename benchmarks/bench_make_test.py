@@ -9,6 +9,7 @@ what tests/slowest_first.txt (the order `make test` hands files to its workers, 
 ``--order``.
 
     python benchmarks/bench_make_test.py [--load N] [--json [PATH]] [--order]
+    python benchmarks/bench_make_test.py --readme      # the READMEs' table of hosts from the results only
 
 The goal is a ratio of nothing: seconds against 600, on the host named in the result; it is not a timed test (speed
 is measured here, never asserted in tests). Results: benchmarks/results/make_test.json (a list, one entry per run).
@@ -89,7 +90,7 @@ def measure(load: int, keep: bool) -> dict:
     files = per_file(junit)
     summary = (tmp / "test.log").read_text().strip().splitlines()[-1]
     slowest = sorted(files.items(), key=lambda kv: -kv[1])
-    result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "how": "fresh-clone",
               "commit": head.stdout.strip()[:12], "host": host_info(), "cpu_flags": cpu_flags(),
               "busy_processes_beside": load, "env": env_note, "install_s": round(install, 1),
               "make_test_s": round(test, 1), "passed": rc == 0, "goal_s": GOAL_S, "within_goal": test <= GOAL_S,
@@ -119,17 +120,70 @@ def write_order(files: list[list]) -> None:
     print(f"wrote {ORDER_FILE.relative_to(ROOT)} ({len(lines)} files)")
 
 
+READMES = {"en": ROOT / "README.md", "zh_CN": ROOT / "README.zh-CN.md"}
+REGION = "make-test-hosts"
+
+
+#: the table's words per README (the Chinese README displays Chinese)
+WORDS = {
+    "en": {"header": ["date", "CPU", "flags that decide the 16-bit paths", "cores", "busy processes beside",
+                      "install s", "make test s", "result", "commit"],
+           "passed": "passed", "failed": "failed", "none": "none of them",
+           "how": {"fresh-clone": "a fresh clone",
+                   "checkout": "in the developer's checkout, .venv installed before, no other work on the cores"}},
+    "zh_CN": {"header": ["日期", "CPU", "决定 16 位路径的 CPU 标志", "核数", "旁边的忙循环进程数", "安装（秒）",
+                         "make test（秒）", "结果", "提交"],
+              "passed": "通过", "failed": "失败", "none": "均没有",
+              "how": {"fresh-clone": "全新克隆",
+                      "checkout": "在开发者的工作目录中运行，.venv 事先已装好，核上没有其他任务"}},
+}
+
+
+def hosts_table(runs: list[dict], lang: str = "en") -> str:
+    """The READMEs' table: one row per recorded run of `make test` (benchmarks/results/make_test.json)."""
+    w = WORDS[lang]
+    rows = ["| " + " | ".join(w["header"]) + " |", "|" + "---|" * len(w["header"])]
+    for r in runs:
+        host = r["host"]
+        install = "—" if r.get("install_s") is None else f"{r['install_s']:.0f}"
+        verdict = f"{w['passed'] if r['passed'] else w['failed']}（{w['how'][r['how']]}）" if lang != "en" else \
+            f"{w['passed'] if r['passed'] else w['failed']} ({w['how'][r['how']]})"
+        rows.append(f"| {r['date']} | {host.get('cpu', '?')} | {', '.join(r['cpu_flags']) or w['none']} | "
+                    f"{host.get('cores', '?')} | {r['busy_processes_beside']} | {install} | {r['make_test_s']:.0f} | "
+                    f"{verdict} | {r['commit']} |")
+    return "\n".join(rows)
+
+
+def write_readmes(results: Path = DEFAULT_JSON, check: bool = False) -> list[Path]:
+    """Write (or, with ``check``, only compare) the table region of both READMEs; the stale ones."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from render_docs import replace_region
+
+    runs = json.loads(results.read_text())
+    stale = []
+    for lang, path in READMES.items():
+        old = path.read_text()
+        new = replace_region(old, REGION, hosts_table(runs, lang))
+        if new != old:
+            stale.append(path)
+            if not check:
+                path.write_text(new)
+    return stale
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--load", type=int, default=0, help="busy processes beside the run (2: both cores of 2)")
     ap.add_argument("--json", nargs="?", const=str(DEFAULT_JSON), help="append the result to this JSON list")
     ap.add_argument("--order", action="store_true", help="write tests/slowest_first.txt from this run")
     ap.add_argument("--keep", action="store_true", help="keep the clone and its logs")
+    ap.add_argument("--readme", action="store_true", help="only write the READMEs' hosts table from the results")
     args = ap.parse_args(argv)
+    if args.readme:
+        print("updated:", [str(p.relative_to(ROOT)) for p in write_readmes()] or "nothing")
+        return 0
     result = measure(args.load, args.keep)
     files = result.pop("_all_files")
-    if not result["passed"]:
-        args.json = None                      # a failed run's timings order the files, but are no result
     if args.order:
         write_order(files)
     if args.json:
@@ -138,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(result)
         path.write_text(json.dumps(runs, indent=1) + "\n")
         print(f"appended to {path}")
+        if path == DEFAULT_JSON:
+            print("updated:", [str(p.relative_to(ROOT)) for p in write_readmes()] or "nothing")
     return 0 if result["passed"] else 1
 
 
