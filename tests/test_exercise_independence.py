@@ -242,12 +242,13 @@ def comment_problems(source: str) -> list[str]:
 MODULES = exercise_modules()
 
 
-def test_every_notebook_from_00_to_08_has_an_exercise_module():
-    """exercise_modules() skips a module that cannot be imported here (09's needs the frameworks' environment):
-    00-08's must all import, or their hints and solutions would go unchecked."""
+def test_every_notebook_from_00_to_09_has_an_exercise_module():
+    """exercise_modules() skips a module that cannot be imported here: 00-09's must all import, or their hints and
+    solutions would go unchecked. 09's too, although its expected values need the frameworks' environment: it
+    imports MindSpore and Paddle only inside its functions (this environment has neither)."""
     from ampkit.exercises import PACKAGE, SETS
 
-    wanted = {f"{PACKAGE}.{SETS[nb]}" for nb in SETS if not nb.startswith("09")}
+    wanted = {f"{PACKAGE}.{SETS[nb]}" for nb in SETS if nb[:2] <= "09"}
     assert wanted <= {m.__name__ for m in MODULES}
     assert all(len(exercise_numbers(m)) >= 3 for m in MODULES)
 

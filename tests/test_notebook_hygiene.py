@@ -18,7 +18,7 @@ def test_there_are_notebooks():
 #: notebooks whose exercises still hold their hints and solution code in their cells (the layout before
 #: ``ampkit.exercises.exercises``, issue #39 item 3): expected to fail until converted, strictly (a converted one
 #: that passes fails the run until it is taken off this list).
-NOT_CONVERTED = {"09_mindspore_and_paddle"}
+NOT_CONVERTED: set[str] = set()
 
 
 def _marked(path: Path):
