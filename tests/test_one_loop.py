@@ -68,6 +68,11 @@ LOOP_ALLOWED: dict[tuple[str, str], str] = {
         "torch.optim.Optimizer; the loss of the weights before each step is the curve",
     ("ampkit.lessons.transformers_in_16_bits.weights", "unscale_error"): "GradScaler's refusal of fp16 gradients: "
                                                                         "the error message is the result",
+    ("ampkit.lessons._exercises.amp_in_practice", "_clipped_update"):
+        "notebook 05's exercise 1: one fp16 step with clip_grad_norm_ before or after unscale_ (the order is the "
+        "question, so the step's insides are spelled out); its update's length is the answer",
+    ("ampkit.lessons._exercises.amp_in_practice", "solution_1"):
+        "notebook 05's exercise 1 worked out: one scaled backward, whose gradients' norm is read before any step",
 }
 
 #: (module, function) -> why it sets torch's global generator outside a fork_rng block.
@@ -76,8 +81,12 @@ SEED_ALLOWED: dict[tuple[str, str], str] = {
                                                        "step it replays (the learner's own state, not a seed)",
 }
 
-#: (module, function) -> why it builds a kit model without build_model (none now).
-BUILD_ALLOWED: dict[tuple[str, str], str] = {}
+#: (module, function) -> why it builds a kit model without build_model.
+BUILD_ALLOWED: dict[tuple[str, str], str] = {
+    ("ampkit.lessons._exercises.transformers_in_16_bits", "solution_3"):
+        "notebook 07's exercise 3 worked out: one RMSNorm layer (no weights to seed) applied to one fp16 row, its "
+        "statistic written out and in fp32; no model is built",
+}
 
 SEEDING = {"manual_seed", "seed", "set_rng_state"}   # torch.<name> / torch.random.<name> / torch.cuda.<name>...
 
