@@ -59,7 +59,7 @@ SETS = {"00_start_here": "start_here", "01_fp16_range": "fp16_range", "02_autoca
         "03_loss_scaling": "loss_scaling", "04_data_sinking": "data_sinking", "05_amp_in_practice": "amp_in_practice",
         "06_fp8_scaling": "fp8_scaling", "07_transformers_in_16_bits": "transformers_in_16_bits",
         "08_transformers_compiled_and_sharded": "transformers_compiled_and_sharded",
-        "09_mindspore_and_paddle": "mindspore_and_paddle"}
+        "09_mindspore_and_paddle": "mindspore_and_paddle", "10_fp4": "fp4"}
 
 
 def _same(answer: Any, expected: Any, rel_tol: float, abs_tol: float) -> bool:

@@ -178,9 +178,9 @@ RECIPE_RUNS: dict[str, tuple[str, dict, tuple[str, ...]]] = {
 }
 
 
-def _build(name: str, seed: int) -> tuple[torch.nn.Module, str]:
+def _build(name: str, seed: int, sizes: dict | None = None) -> tuple[torch.nn.Module, str]:
     kind, switches, keep = RECIPE_RUNS[name]
-    model = build_model("decoder", seed=seed, **FP4_MODEL)
+    model = build_model("decoder", seed=seed, **{**FP4_MODEL, **(sizes or {})})
     if kind == "fp8":
         blocks = model.get_submodule("blocks")
         to_fp8(blocks)
@@ -192,20 +192,22 @@ def _build(name: str, seed: int) -> tuple[torch.nn.Module, str]:
 
 
 def recipe_runs(names=tuple(RECIPE_RUNS), seeds=(0, 1, 2), steps: int = 30, batch_size: int = 8,
-                lr: float = 3e-3, last: int = 5) -> dict[str, list[float]]:
+                lr: float = 3e-3, last: int = 5, sizes: dict | None = None) -> dict[str, list[float]]:
     """Train the decoder once per name of :data:`RECIPE_RUNS` and seed (same data, same start per seed) with AdamW;
     per name, the mean loss of the last ``last`` steps of each seed's run. ``bf16``: autocast (O1); ``fp8``: the
     blocks' linear layers in simulated fp8 (:func:`~ampkit.fp8.linear.to_fp8`); FP4: every linear layer but the
-    head (42 outputs, not a multiple of 16) and the ``keep`` ones in simulated NVFP4 / MXFP4, the rest in fp32."""
+    head (42 outputs, not a multiple of 16) and the ``keep`` ones in simulated NVFP4 / MXFP4, the rest in fp32.
+    ``sizes`` overrides :data:`FP4_MODEL`'s (``{"n_layers": 1}``)."""
     steps, batch_size = check_int("steps", steps), check_int("batch_size", batch_size)
     unknown = [n for n in names if n not in RECIPE_RUNS]
     if unknown:
         raise ValueError(f"names must be among {', '.join(map(repr, RECIPE_RUNS))}; got {unknown[0]!r}")
     out: dict[str, list[float]] = {n: [] for n in names}
     for seed in seeds:
-        data = make_data("decoder", seed=seed, n_samples=256, context=FP4_MODEL["context"])
+        context = {**FP4_MODEL, **(sizes or {})}["context"]
+        data = make_data("decoder", seed=seed, n_samples=256, context=context)
         for name in names:
-            model, level = _build(name, seed)
+            model, level = _build(name, seed, sizes)
             hist = train(model, data, level=level, steps=steps, batch_size=batch_size, lr=lr, optimizer="adamw",
                          loss_fn=lm_loss, seed=seed)
             out[name].append(sum(hist.losses[-last:]) / last)

@@ -11,14 +11,14 @@ pytestmark = pytest.mark.browser
 
 VIEW = ".jp-OutputArea .ampkit-fp4-rules"
 NOTEBOOK = "fp4_rules_view.ipynb"
-LEFT, RIGHT, WIDTH, LO, HI = 130, 14, 700, -7, 6        # fp4rules.js's axis
+RIGHT, WIDTH, LO, HI = 14, 700, -7, 6        # fp4rules.js's axis (its left end: the plot's data-left)
 
 
-def _x(v: float) -> float:
+def _x(v: float, left: float) -> float:
     import math
 
     t = (min(max(math.log2(v), LO), HI) - LO) / (HI - LO)
-    return LEFT + t * (WIDTH - LEFT - RIGHT)
+    return left + t * (WIDTH - left - RIGHT)
 
 
 def _write_notebook(root) -> None:
@@ -38,12 +38,16 @@ def _shown(page) -> dict:
             satStart: Number(g.querySelector('.ampkit-fp4-saturated').getAttribute('x'))}));
         const cells = [...v.querySelectorAll('.ampkit-fp4-rules-readout tr')].slice(1)
             .map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent.trim()));
-        return {amax: v.querySelector('svg.ampkit-fp4-rules-plot').dataset.amax, rows, cells};
+        const plot = v.querySelector('svg.ampkit-fp4-rules-plot');
+        return {amax: plot.dataset.amax, left: Number(plot.dataset.left), rows, cells};
     }""", VIEW)
 
 
 def _check(page, amax: float) -> None:
+    """What the page draws and reads out at ``amax`` equals the engine's block range per rule (the verdict in the
+    kit's current language)."""
     from ampkit.fp8 import SCALE_RULES, block_range
+    from ampkit.i18n import tr
 
     shown = _shown(page)
     assert float(shown["amax"]) == amax
@@ -51,10 +55,10 @@ def _check(page, amax: float) -> None:
     for row, cells, rule in zip(shown["rows"], shown["cells"], SCALE_RULES):
         r = block_range(amax, "e2m1", rule)
         assert (row["k"], row["saturates"]) == (r.exponent, r.saturates), (amax, rule)
-        assert row["flushEnd"] == pytest.approx(_x(r.flush_below) - LEFT, abs=1e-6)
-        assert row["satStart"] == pytest.approx(_x(r.saturates_from), abs=1e-6)
+        assert row["flushEnd"] == pytest.approx(_x(r.flush_below, shown["left"]) - shown["left"], abs=1e-6)
+        assert row["satStart"] == pytest.approx(_x(r.saturates_from, shown["left"]), abs=1e-6)
         assert cells[1:5] == [f"2^{r.exponent}", f"{r.largest:g}", f"{r.saturates_from:g}", f"{r.flush_below:g}"]
-        assert cells[5] == ("saturates" if r.saturates else "kept"), (amax, rule, cells)
+        assert cells[5] == tr("saturates" if r.saturates else "kept"), (amax, rule, cells)
 
 
 def test_amax_slider_moves_every_rule_as_the_engine_computes(lab):
@@ -62,6 +66,7 @@ def test_amax_slider_moves_every_rule_as_the_engine_computes(lab):
     page = lab.open_and_run(NOTEBOOK)
     page.wait_for_selector(f"{VIEW} svg", state="attached")
     _check(page, 6.0)
+    assert _shown(page)["left"] == 130                   # the English rules' names fit the narrowest margin
     assert re.search(r"block amax: 6\b", lab.text(page, ".ampkit-fp4-rules-readout"))
     lab.screenshot(page, "10_fp4-rules-6", near=f"{VIEW} svg")
     lab.move_range(page, 0, presses=4)                   # 6 → 7: the floor rules saturate

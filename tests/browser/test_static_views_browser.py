@@ -27,7 +27,7 @@ from conftest import ARTIFACTS, ROOT, find_chromium
 pytestmark = pytest.mark.browser
 
 STEMS = ["00_start_here", "01_fp16_range", "02_autocast_and_levels", "03_loss_scaling", "04_data_sinking",
-         "05_amp_in_practice", "06_fp8_scaling", "07_transformers_in_16_bits"]
+         "05_amp_in_practice", "06_fp8_scaling", "07_transformers_in_16_bits", "10_fp4"]
 EDITIONS = ["", "zh_CN"]
 CASES = [(ed, s) for ed in EDITIONS for s in STEMS]
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -206,6 +206,24 @@ def _blocks(page, edition: str) -> None:
         _check(*setting.values())
 
 
+def _fp4_rules(page, edition: str) -> None:
+    from test_fp4_rules_browser import VIEW, _check
+
+    plot = f"{VIEW} svg.ampkit-fp4-rules-plot"
+    with _language(edition):
+        _check(page, 7.0)
+    labels = page.locator(f"{VIEW} g.ampkit-fp4-row text")       # every rule's name lies inside the picture
+    assert all(labels.nth(i).evaluate("(t) => t.getBBox().x") >= 0 for i in range(labels.count()))
+    slider = page.locator(f"{VIEW} input[type=range]").first
+    slider.scroll_into_view_if_needed()
+    slider.focus()
+    for key, amax in (("ArrowRight", "7.25"), ("End", "16"), ("Home", "0.25")):
+        slider.press(key)
+        _wait_attr(page, plot, "data-amax", amax)
+        with _language(edition):
+            _check(page, float(amax))
+
+
 def _attention(page, edition: str) -> None:
     from test_attention_browser import PLOT, check, expected, random_walk, shown
 
@@ -312,7 +330,7 @@ def _doctor(page, edition: str) -> None:
 
 MOVES = {"00_start_here": _rounding, "01_fp16_range": _range_map, "02_autocast_and_levels": _olevel,
          "03_loss_scaling": _scaler, "04_data_sinking": _sink, "05_amp_in_practice": _doctor,
-         "06_fp8_scaling": _blocks, "07_transformers_in_16_bits": _attention}
+         "06_fp8_scaling": _blocks, "07_transformers_in_16_bits": _attention, "10_fp4": _fp4_rules}
 
 
 def _chinese_only(page, edition: str, stem: str) -> None:
