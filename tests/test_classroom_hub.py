@@ -194,7 +194,7 @@ def test_missing_extras_message(tmp_path):
 def _kit_copy(tmp_path) -> Path:
     """The make files and the hub module in a scratch folder, with an installed-looking venv that lacks the hub."""
     for rel in ["Makefile", "pyproject.toml", "constraints.txt", "ampkit/__init__.py", "ampkit/_version.py",
-                "ampkit/classroom/__init__.py",
+                "ampkit/_kit.py", "ampkit/classroom/__init__.py",
                 *[str(p.relative_to(ROOT)) for p in (ROOT / "ampkit/classroom/hub").glob("*.py")],
                 "ampkit/classroom/isolation.py", "ampkit/classroom/tls.py",
                 *[str(p.relative_to(ROOT)) for p in (ROOT / "make").glob("*.mk")]]:
