@@ -95,12 +95,14 @@ def test_stochastic_rounding_is_unbiased_and_noisier():
 
 
 def test_recipe_runs_pair_seeds_and_reject_unknown_names():
-    runs = L.recipe_runs(names=("bf16", "nvfp4, last block bf16"), seeds=(0,), steps=2, batch_size=2, last=1)
-    assert set(runs) == {"bf16", "nvfp4, last block bf16"} and all(math.isfinite(v[0]) for v in runs.values())
-    model, level = L._build("nvfp4, last block bf16", 0)
+    runs = L.recipe_runs(names=("bf16", "nvfp4, last block fp32"), seeds=(0,), steps=2, batch_size=2, last=1)
+    assert set(runs) == {"bf16", "nvfp4, last block fp32"} and all(math.isfinite(v[0]) for v in runs.values())
+    model, level = L._build("nvfp4, last block fp32", 0)
     kinds = {n: type(m).__name__ for n, m in model.named_modules() if "Linear" in type(m).__name__}
     assert kinds["head"] == "Linear" and kinds["blocks.1.mlp.0"] == "Linear"
     assert kinds["blocks.0.mlp.0"] == "NVFP4Linear" and level == "O0"
+    with pytest.raises(ValueError, match="does not have"):
+        L.recipe_runs(names=("nvfp4, last block fp32",), seeds=(0,), steps=1, sizes={"n_layers": 1})
     with pytest.raises(ValueError, match="'bf16'"):
         L.recipe_runs(names=("fp2",))
     with pytest.raises(ValueError, match="reference"):

@@ -174,7 +174,7 @@ RECIPE_RUNS: dict[str, tuple[str, dict, tuple[str, ...]]] = {
     "nvfp4, no RHT": ("fp4", {"rht": False}, ()),
     "nvfp4, no SR": ("fp4", {"stochastic": False}, ()),
     "nvfp4, 1x16 weights": ("fp4", {"weight_2d": False}, ()),
-    "nvfp4, last block bf16": ("fp4", {}, ("blocks.1",)),
+    "nvfp4, last block fp32": ("fp4", {}, ("blocks.1",)),
 }
 
 
@@ -185,6 +185,10 @@ def _build(name: str, seed: int, sizes: dict | None = None) -> tuple[torch.nn.Mo
         blocks = model.get_submodule("blocks")
         to_fp8(blocks)
     elif kind == "fp4":
+        absent = [k for k in keep if k not in dict(model.named_modules())]
+        if absent:
+            raise ValueError(f"run {name!r} keeps {absent[0]!r}, which this model does not have "
+                             f"(n_layers={len(model.get_submodule('blocks'))}): give it more layers")
         kept = {"head", *keep}
         to_nvfp4(model, NVFP4Recipe(seed=seed, **switches),
                  keep=lambda n: any(n == k or n.startswith(k + ".") for k in kept))
