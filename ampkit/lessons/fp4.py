@@ -188,7 +188,8 @@ def _build(name: str, seed: int, sizes: dict | None = None) -> tuple[torch.nn.Mo
         absent = [k for k in keep if k not in dict(model.named_modules())]
         if absent:
             raise ValueError(f"run {name!r} keeps {absent[0]!r}, which this model does not have "
-                             f"(n_layers={len(model.get_submodule('blocks'))}): give it more layers")
+                             f"(n_layers={sum(1 for _ in model.get_submodule('blocks').children())}): give it "
+                             "more layers")
         kept = {"head", *keep}
         to_nvfp4(model, NVFP4Recipe(seed=seed, **switches),
                  keep=lambda n: any(n == k or n.startswith(k + ".") for k in kept))
