@@ -61,7 +61,7 @@ function render({ model, el }) {
     amaxLine.setAttribute("x2", String(xa));
     rows.replaceChildren(...st.map((r, j) => {
       const y = M.top + j * RH, scale = 2 ** r.k, xs = X(Number(r.sat)), xf = X(Number(r.flush));
-      const ticks = grid.map((v) => `M${X(v * scale)},${y + 6}v${RH - 14}`).join("");
+      const gridPath = grid.map((v) => `M${X(v * scale)},${y + 6}v${RH - 14}`).join("");
       return svg("g", { class: `ampkit-fp4-row ampkit-fp4-row-${r.rule}`, "data-k": r.k,
                         "data-saturates": String(r.saturates) },
         svg("text", { x: left - 8, y: y + RH / 2 + 4, "text-anchor": "end", "font-size": 12 }, labels[r.rule]),
@@ -69,7 +69,7 @@ function render({ model, el }) {
                       fill: band.flushed, "fill-opacity": 0.5 }),
         svg("rect", { class: "ampkit-fp4-saturated", x: xs, y: y + 4, width: W - M.right - xs, height: RH - 10,
                       fill: band.overflow, "fill-opacity": 0.35 }),
-        svg("path", { class: "ampkit-fp4-grid", d: ticks, stroke: band.normal, "stroke-width": 2 }),
+        svg("path", { class: "ampkit-fp4-grid", d: gridPath, stroke: band.normal, "stroke-width": 2 }),
         svg("circle", { class: "ampkit-fp4-amax-dot", cx: xa, cy: y + RH / 2 - 1, r: 5,
                         fill: r.saturates ? band.overflow : look.colours.status.good }));
     }));
