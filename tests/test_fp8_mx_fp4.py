@@ -109,7 +109,7 @@ def test_a_block_at_exponent_minus_127_is_where_torchao_differs():
 
 def test_non_finite_blocks_kit_gives_nan_byte_torchao_depends_on_the_rule():
     """A block holding inf: the kit's E8M0 byte is 0xFF (NaN, as for NaN), after Microsoft's MX emulation (see
-    ampkit/fp8/mx.py); torchao gives NaN → 0xFF too, but inf → 253 under FLOOR (the exponent field of inf, 128,
+    ampkit/fp8/mx/rule.py); torchao gives NaN → 0xFF too, but inf → 253 under FLOOR (the exponent field of inf, 128,
     minus emax) and 254 under RCEIL."""
     x = torch.randn(2, 32, generator=torch.Generator().manual_seed(3))
     x[0, 5], x[1, 7] = float("inf"), float("nan")

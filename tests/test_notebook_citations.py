@@ -33,7 +33,7 @@ def test_each_cited_upstream_file_has_a_reference_row(nb):
 
 def test_the_check_finds_a_file_missing_from_the_reference(tmp_path):
     nb = tmp_path / "06_x.ipynb"
-    text = "the rule (`_default_sf_compute` in `transformer_engine/pytorch/fp8.py`); the kit's `ampkit/fp8/mx.py`"
+    text = "the rule (`_default_sf_compute` in `transformer_engine/pytorch/fp8.py`); the kit's `ampkit/fp8/mx/rule.py`"
     nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [text]}]}))
     assert cited_upstream_files(text) == ["transformer_engine/pytorch/fp8.py"]     # the kit's own file is not upstream
     recipe_only = "| ... | `transformer_engine/common/recipe/__init__.py` |"
